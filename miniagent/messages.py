@@ -1,0 +1,129 @@
+"""The record of a conversation: messages and the tool calls inside them.
+
+Invariants (spec, "Record the message first"):
+
+- A ``Message`` is a committed fact. The loop creates one only after the stream that produced it
+  has ended; nothing tentative is ever a ``Message``.
+- An ``assistant`` message may carry tool calls; every call id in it is answered by exactly one
+  ``tool`` message whose ``tool_call_id`` is that id.
+- Messages are immutable (frozen dataclasses), so handing the record to observers, providers and
+  callers cannot change it.
+
+The JSON form (one object per session line) is ``message_to_json`` / ``message_from_json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json"]
+
+Role = Literal["user", "assistant", "tool"]
+_ROLES = frozenset(("user", "assistant", "tool"))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool request proposed by the model.
+
+    Args:
+        id: the provider's call id (unique within the conversation).
+        name: the tool name the model asked for (may name no known tool).
+        input: the arguments, a JSON object decoded to a ``dict``.
+        input_error: set by a provider when the model's arguments could not be decoded into a
+            JSON object (e.g. ``"arguments are not valid JSON: ..."``); ``input`` is then ``{}``.
+            The loop answers such a call with this text as an error result and never executes it.
+    """
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    input_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One committed message.
+
+    Args:
+        role: ``"user"``, ``"assistant"`` or ``"tool"``.
+        content: the text (characters). For a tool message, the tool result.
+        tool_calls: assistant only: the calls the model requested, in order.
+        tool_call_id: tool only: the id of the call this message answers.
+        is_error: tool only: the result reports a failure (refusal, unknown tool, bad input,
+            an error result of the tool, or a closing text after cancel or failure).
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    """Return the JSON object of ``message`` (a dict of JSON types), defaults left out.
+
+    Shape: ``{"role", "content"}`` plus ``"tool_calls": [{"id", "name", "input"[, "input_error"]}]``
+    for an assistant message with calls, and ``"tool_call_id"`` and ``"is_error"`` (only when true)
+    for a tool message.
+    """
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        calls = []
+        for call in message.tool_calls:
+            item: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
+            if call.input_error is not None:
+                item["input_error"] = call.input_error
+            calls.append(item)
+        data["tool_calls"] = calls
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.is_error:
+        data["is_error"] = True
+    return data
+
+
+def message_from_json(data: Any) -> Message:
+    """Build a ``Message`` from its JSON object (as ``message_to_json`` writes it).
+
+    Raises:
+        ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
+    """
+    if type(data) is not dict:
+        raise ValueError("not a JSON object")
+    role = data.get("role")
+    if role not in _ROLES:
+        raise ValueError(f"bad role: {role!r}")
+    content = data.get("content", "")
+    if type(content) is not str:
+        raise ValueError("content is not a string")
+    if role == "user":
+        return Message("user", content)
+    if role == "assistant":
+        raw_calls = data.get("tool_calls", ())
+        if type(raw_calls) is not list and raw_calls != ():
+            raise ValueError("tool_calls is not a list")
+        return Message("assistant", content, tuple(_call_from_json(c) for c in raw_calls))
+    call_id = data.get("tool_call_id")
+    if type(call_id) is not str:
+        raise ValueError("tool message without a string tool_call_id")
+    is_error = data.get("is_error", False)
+    if type(is_error) is not bool:
+        raise ValueError("is_error is not a boolean")
+    return Message("tool", content, (), call_id, is_error)
+
+
+def _call_from_json(data: Any) -> ToolCall:
+    if type(data) is not dict:
+        raise ValueError("tool call is not a JSON object")
+    call_id, name, call_input = data.get("id"), data.get("name"), data.get("input", {})
+    if type(call_id) is not str or type(name) is not str:
+        raise ValueError("tool call without a string id and name")
+    if type(call_input) is not dict:
+        raise ValueError("tool call input is not a JSON object")
+    input_error = data.get("input_error")
+    if input_error is not None and type(input_error) is not str:
+        raise ValueError("tool call input_error is not a string")
+    return ToolCall(call_id, name, call_input, input_error)

@@ -1,0 +1,106 @@
+"""What the loop says to a model and what it hears back.
+
+A ``ModelClient`` turns one ``ModelRequest`` into a synchronous stream (any iterable, usually a
+generator) of ``ModelEvent``s:
+
+- ``TextEvent``: a piece of the assistant's text, as it arrives.
+- ``ToolCallEvent``: one whole tool call, emitted once its arguments are complete.
+- ``DoneEvent``: the provider mapping finished cleanly. The loop ignores it (spec: "done is a
+  no-op for the loop"); the end of the iteration is what ends a turn.
+
+Invariants a client must keep: events are tentative until the iteration ends; a client that is
+abandoned mid-stream is closed (``close()`` on a generator) so it can release its connection; a
+client watches ``request.cancel`` while it blocks, so cancelling does not wait for the network.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+from .messages import Message, ToolCall
+
+__all__ = [
+    "TextEvent",
+    "ToolCallEvent",
+    "DoneEvent",
+    "ModelEvent",
+    "ToolSpec",
+    "ModelRequest",
+    "ModelClient",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextEvent:
+    """A delta of assistant text (characters), in stream order."""
+
+    text: str
+    type: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """One complete tool call requested by the model."""
+
+    call: ToolCall
+    type: Literal["tool_call"] = field(default="tool_call", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    """The provider mapping closed the stream cleanly (no half-open block).
+
+    Args:
+        stop_reason: the provider's own finish reason when known (``"end_turn"``,
+            ``"tool_calls"``, ...), for display only.
+    """
+
+    stop_reason: str | None = None
+    type: Literal["done"] = field(default="done", init=False)
+
+
+ModelEvent = Union[TextEvent, ToolCallEvent, DoneEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about a tool: its name, a description and a JSON Schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request to the model.
+
+    Args:
+        system: the system prompt.
+        messages: the (possibly trimmed) history, oldest first. Read-only, and valid only while
+            ``stream()`` runs: the loop passes a view of its record, not a copy. Copy it (e.g.
+            ``list(request.messages)``) to keep it.
+        tools: the tools the model may call.
+        cancel: the run's cancel event, or ``None``. A client should stop blocking soon after it
+            is set (the loop also checks it on every event).
+    """
+
+    system: str
+    messages: Sequence[Message]
+    tools: tuple[ToolSpec, ...] = ()
+    cancel: threading.Event | None = None
+
+
+class ModelClient(Protocol):
+    """Anything with a ``stream(request)`` method that yields ``ModelEvent``s.
+
+    ``stream`` may raise (e.g. ``ProviderError``) before or during the iteration; the loop then
+    commits nothing of that turn and re-raises (or returns ``aborted`` when cancelled).
+    """
+
+    def stream(self, request: ModelRequest) -> Iterable[ModelEvent]:
+        """Yield the events of one assistant turn for ``request``."""
+        ...
