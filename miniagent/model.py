@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from .messages import Message, ToolCall
 
@@ -62,7 +62,7 @@ class DoneEvent:
     type: Literal["done"] = field(default="done", init=False)
 
 
-ModelEvent = Union[TextEvent, ToolCallEvent, DoneEvent]
+ModelEvent = TextEvent | ToolCallEvent | DoneEvent
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,58 @@
+"""miniagent: a synchronous, thread-based agent loop with a zero-dependency core.
+
+``run_agent()`` blocks in the caller's thread, streams a model's events, runs the tools it asks
+for one after another, records every message (optionally to a JSONL session) and returns the
+record with one of three stop reasons: ``complete``, ``max_turns``, ``aborted``.
+
+Importing this package imports only the standard library. HTTP providers live in
+``miniagent.providers`` (extra ``http``), built-in tools in ``miniagent.toolbox``, the CLI in
+``miniagent.cli`` (extra ``cli``).
+"""
+
+from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
+from .context import message_chars, trim_context
+from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
+from .messages import Message, ToolCall
+from .model import (
+    DoneEvent,
+    ModelClient,
+    ModelEvent,
+    ModelRequest,
+    TextEvent,
+    ToolCallEvent,
+    ToolSpec,
+)
+from .session import append_session, load_session
+from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Approval",
+    "BeforeToolCall",
+    "DoneEvent",
+    "EmptyResponseError",
+    "Message",
+    "MiniagentError",
+    "ModelClient",
+    "ModelEvent",
+    "ModelRequest",
+    "ProviderError",
+    "RunResult",
+    "SessionError",
+    "StopReason",
+    "TextEvent",
+    "Tool",
+    "ToolCall",
+    "ToolCallEvent",
+    "ToolResult",
+    "ToolSpec",
+    "__version__",
+    "append_session",
+    "exit_code_for_stop_reason",
+    "load_session",
+    "message_chars",
+    "run_agent",
+    "tool",
+    "trim_context",
+]

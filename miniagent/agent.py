@@ -1,0 +1,349 @@
+"""The agent loop: ``run_agent`` (spec Part III Chapter 3, DESIGN.md "The loop").
+
+The model proposes tool calls; the loop decides whether they run, records every result, and
+decides when to stop. Invariants, each tested:
+
+- What is not committed does not exist: a turn's text and calls live in locals until its stream
+  ends; cancel or an exception before the commit discards them.
+- Nothing is committed after a cancel is seen: checkpoint 1 (after the session load), every
+  stream event and checkpoint 2 (right after the stream), checkpoint 3 (after approval, before a
+  tool starts), checkpoint 4 (after each recorded result).
+- A tool that started is waited for and its real result recorded; cancelling is not undo.
+- Every call id in a committed assistant message gets exactly one tool message, also after a
+  cancel (``aborted before execution`` / ``aborted during execution``) or a failure
+  (``approval failed`` / ``tool execution failed``, then ``not executed after an earlier failure``);
+  on failure the original exception object is re-raised and no exception text is recorded.
+- ``max_turns`` counts this run's requests only; the restored history does not use it up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .context import MessageWindow, Trimmer
+from .errors import EmptyResponseError
+from .messages import Message, ToolCall
+from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from .session import PathLike, SessionFile
+from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
+
+__all__ = [
+    "StopReason",
+    "RunResult",
+    "run_agent",
+    "exit_code_for_stop_reason",
+    "ABORTED_BEFORE_EXECUTION",
+    "ABORTED_DURING_EXECUTION",
+    "NOT_EXECUTED_AFTER_FAILURE",
+    "TOOL_EXECUTION_FAILED",
+    "APPROVAL_FAILED",
+    "NOT_APPROVED",
+    "INTERRUPTED_CALL",
+]
+
+StopReason = Literal["complete", "max_turns", "aborted"]
+
+# Literal texts of the contract (DESIGN.md, "The loop").
+ABORTED_BEFORE_EXECUTION = "aborted before execution"
+ABORTED_DURING_EXECUTION = "aborted during execution"
+NOT_EXECUTED_AFTER_FAILURE = "not executed after an earlier failure"
+TOOL_EXECUTION_FAILED = "tool execution failed"
+APPROVAL_FAILED = "approval failed"
+NOT_APPROVED = "tool call not approved"
+# Resume repair: a restored call that never got a result (the process died in between).
+INTERRUPTED_CALL = "no result recorded: the run was interrupted before this call finished"
+
+_EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "aborted": 130}
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a run returns: the whole record (restored history included) and why it stopped."""
+
+    messages: list[Message]
+    stop_reason: StopReason
+
+
+def exit_code_for_stop_reason(stop_reason: StopReason) -> int:
+    """Map a stop reason to a process exit code: complete 0, max_turns 2, aborted 130.
+
+    Raises:
+        ValueError: not one of the three stop reasons.
+    """
+    try:
+        return _EXIT_CODES[stop_reason]
+    except KeyError:
+        raise ValueError(f"unknown stop reason: {stop_reason!r}") from None
+
+
+def run_agent(
+    *,
+    client: ModelClient,
+    system: str,
+    tools: Sequence[Tool],
+    user: str,
+    max_turns: int,
+    cancel: threading.Event | None = None,
+    before_tool_call: BeforeToolCall | None = None,
+    session_path: PathLike | None = None,
+    context_max_chars: int | None = None,
+    on_event: Callable[[ModelEvent], None] | None = None,
+    on_message: Callable[[Message], None] | None = None,
+    session_fsync: bool = False,
+) -> RunResult:
+    """Run the agent loop in the caller's thread until complete, max_turns or aborted.
+
+    Args:
+        client: the model (``stream(request)`` yields events).
+        system: the system prompt.
+        tools: the tools the model may call (names must be unique).
+        user: this run's user message.
+        max_turns: the most model requests this run makes (>= 0); the last turn's tools still run.
+        cancel: set it from any thread to stop; checked at the spec's four checkpoints and on
+            every streamed event. ``None``: no cancellation.
+        before_tool_call: approval hook asked before each call; ``None`` approves everything.
+        session_path: JSONL file to restore from and append to (locked for the run); ``None``:
+            nothing persisted.
+        context_max_chars: character budget of what is sent to the model (the record stays
+            whole); ``None``: no trimming.
+        on_event: sees each streamed event as it arrives (tentative; for live display).
+        on_message: sees each message right after it is committed (memory and file).
+        session_fsync: fsync the session file after every line (durability over speed).
+
+    Returns:
+        ``RunResult(messages, stop_reason)``: every message (restored ones first).
+
+    Raises:
+        EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
+        SessionError: the session file has a bad line or is locked by another run.
+        ValueError: bad arguments (``max_turns < 0``, duplicate tool names, a budget < 1, or a
+            newest unit larger than the budget).
+        OSError: appending to the session failed.
+        Exception: whatever the model client, the approval hook or a tool raised, the original
+            object, after the current and remaining calls were closed.
+    """
+    if max_turns < 0:
+        raise ValueError(f"max_turns must be >= 0, got {max_turns}")
+    loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
+    session = SessionFile(session_path, fsync=session_fsync) if session_path is not None else None
+    try:
+        return loop.run(user, max_turns, session, context_max_chars)
+    finally:
+        if session is not None:
+            session.close()
+
+
+class _Loop:
+    """One run's state and its named steps; ``run`` reads like the spec's loop."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        system: str,
+        tools: Sequence[Tool],
+        cancel: threading.Event | None,
+        before_tool_call: BeforeToolCall | None,
+        on_event: Callable[[ModelEvent], None] | None,
+        on_message: Callable[[Message], None] | None,
+    ) -> None:
+        self.tools_by_name: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self.tools_by_name:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self.tools_by_name[tool.name] = tool
+        self.specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in tools)
+        self.client = client
+        self.system = system
+        self.cancel = cancel
+        self.before_tool_call = before_tool_call
+        self.on_event = on_event
+        self.on_message = on_message
+        self.messages: list[Message] = []
+        self.session: SessionFile | None = None
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        user: str,
+        max_turns: int,
+        session: SessionFile | None,
+        context_max_chars: int | None,
+    ) -> RunResult:
+        trimmer = Trimmer(self.messages, context_max_chars) if context_max_chars is not None else None
+        self.session = session
+        if session is not None:
+            self.messages.extend(session.load())
+        if self.cancelled():  # checkpoint 1: nothing written
+            return self.stop("aborted")
+        self.answer_interrupted_calls()
+        self.record(Message("user", user))
+        try:
+            for _turn in range(max_turns):
+                window = trimmer.window() if trimmer else MessageWindow(self.messages)
+                text, calls = self.stream_turn(window)
+                if not text and not calls:
+                    raise EmptyResponseError()
+                self.record(Message("assistant", text, tuple(calls)))
+                if not calls:
+                    return self.stop("complete")
+                self.run_tool_calls(calls)
+        except _Aborted:
+            return self.stop("aborted")
+        return self.stop("max_turns")
+
+    def stream_turn(self, window: MessageWindow) -> tuple[str, list[ToolCall]]:
+        """Stream one turn into locals; nothing is committed here.
+
+        Raises ``_Aborted`` when cancelled during the stream or at checkpoint 2; other exceptions
+        of the client propagate unless the run was cancelled meanwhile.
+        """
+        request = ModelRequest(self.system, window, self.specs, self.cancel)
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        events: Iterator[ModelEvent] | None = None
+        try:
+            events = iter(self.client.stream(request))
+            for event in events:
+                if self.cancelled():
+                    raise _Aborted
+                if self.on_event is not None:
+                    self.on_event(event)
+                if isinstance(event, TextEvent):
+                    parts.append(event.text)
+                elif isinstance(event, ToolCallEvent):
+                    calls.append(event.call)
+        except Exception:
+            if self.cancelled():
+                raise _Aborted from None
+            raise
+        finally:
+            _close(events)
+        if self.cancelled():  # checkpoint 2: a stream that ignored the cancel commits nothing
+            raise _Aborted
+        return "".join(parts), calls
+
+    def run_tool_calls(self, calls: list[ToolCall]) -> None:
+        """Answer every call in order, each with exactly one tool message."""
+        for index, call in enumerate(calls):
+            approval = self.ask_approval(calls, index)
+            self.checkpoint(calls, index)  # checkpoint 3: the tool never starts
+            content, is_error = self.tool_result(calls, index, approval)
+            self.record_result(call, content, is_error)
+            self.checkpoint(calls, index + 1)  # checkpoint 4: the real result is kept
+
+    def tool_result(self, calls: list[ToolCall], index: int, approval: Approval) -> tuple[str, bool]:
+        """Refusal, unknown tool, bad input, or the tool's own result, as (content, is_error)."""
+        call = calls[index]
+        if not approval.approved:
+            return approval.reason or NOT_APPROVED, True
+        tool = self.tools_by_name.get(call.name)
+        if tool is None:
+            return f"unknown tool: {call.name}", True
+        problem = call.input_error or check_input(tool.input_schema, call.input)
+        if problem:
+            return f"invalid input for {call.name}: {problem}", True
+        result = self.execute(calls, index, tool)
+        return result.content, result.is_error
+
+    # --- named steps ----------------------------------------------------------------------------
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def record(self, message: Message) -> None:
+        """Commit: memory first, then the session file, then tell the observer."""
+        self.messages.append(message)
+        if self.session is not None:
+            self.session.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
+
+    def record_result(self, call: ToolCall, content: str, is_error: bool = False) -> None:
+        self.record(Message("tool", content, (), call.id, is_error))
+
+    def checkpoint(self, calls: list[ToolCall], start: int) -> None:
+        """If cancelled, answer ``calls[start:]`` as aborted and stop the run."""
+        if self.cancelled():
+            self.close_aborted_calls(calls, start)
+            raise _Aborted
+
+    def ask_approval(self, calls: list[ToolCall], index: int) -> Approval:
+        """Ask the hook; if it raises, close the calls (as aborted when cancelled) first."""
+        if self.before_tool_call is None:
+            return Approval(True)
+        try:
+            return self.before_tool_call(calls[index])
+        except Exception:
+            self.checkpoint(calls, index)
+            self.close_failed_calls(calls, index, APPROVAL_FAILED)
+            raise
+        except BaseException:  # KeyboardInterrupt, SystemExit: nothing started
+            self.close_aborted_calls(calls, index)
+            raise
+
+    def execute(self, calls: list[ToolCall], index: int, tool: Tool) -> ToolResult:
+        """Run the tool; if it raises, close the calls (as aborted when cancelled) first."""
+        call = calls[index]
+        try:
+            result = tool.execute(dict(call.input), self.cancel)
+            if not isinstance(result, ToolResult):
+                raise TypeError(f"tool {tool.name!r} returned {type(result).__name__}")
+            return result
+        except Exception:
+            if self.cancelled():
+                self.close_cancelled_call(calls, index)
+                raise _Aborted from None
+            self.close_failed_calls(calls, index, TOOL_EXECUTION_FAILED)
+            raise
+        except BaseException:  # KeyboardInterrupt, SystemExit: it may have started
+            self.close_cancelled_call(calls, index)
+            raise
+
+    def close_cancelled_call(self, calls: list[ToolCall], index: int) -> None:
+        """The tool at ``index`` was stopped while running; the rest never started."""
+        self.record_result(calls[index], ABORTED_DURING_EXECUTION, is_error=True)
+        self.close_aborted_calls(calls, index + 1)
+
+    def close_aborted_calls(self, calls: list[ToolCall], start: int) -> None:
+        """Answer ``calls[start:]``, which never started, with ``aborted before execution``."""
+        for call in calls[start:]:
+            self.record_result(call, ABORTED_BEFORE_EXECUTION, is_error=True)
+
+    def close_failed_calls(self, calls: list[ToolCall], failed: int, failure: str) -> None:
+        """Answer the failed call with a generic text and the rest as not executed."""
+        self.record_result(calls[failed], failure, is_error=True)
+        for call in calls[failed + 1 :]:
+            self.record_result(call, NOT_EXECUTED_AFTER_FAILURE, is_error=True)
+
+    def answer_interrupted_calls(self) -> None:
+        """Resume repair: answer calls of the restored history's last assistant message that
+        have no result (the previous process died between commit and result)."""
+        answered: set[str] = set()
+        for message in reversed(self.messages):
+            if message.role == "tool":
+                if message.tool_call_id is not None:
+                    answered.add(message.tool_call_id)
+                continue
+            if message.role == "assistant":
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self.record_result(call, INTERRUPTED_CALL, is_error=True)
+            return
+
+    def stop(self, reason: StopReason) -> RunResult:
+        return RunResult(self.messages, reason)
+
+
+class _Aborted(Exception):
+    """Internal: the run was cancelled and every open call has been answered."""
+
+
+def _close(events: Iterable[ModelEvent] | None) -> None:
+    """Close an abandoned generator so its provider releases the connection."""
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()

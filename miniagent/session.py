@@ -1,0 +1,264 @@
+"""JSONL session files: one committed message per line, appended, never rewritten.
+
+Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
+
+- A line is written with a single ``os.write`` of the JSON text plus ``\\n`` on a file opened with
+  ``O_APPEND``; the message is already in memory when it is written (memory first, then disk).
+- Loading never modifies the file. A torn last line (no newline and not a message, as left by a
+  crash in the middle of a write) is dropped; any other bad line raises ``SessionError`` naming the
+  file and line.
+- The torn tail is cut off (``ftruncate``) before the next append, so a new line is never fused
+  onto a fragment. A last line that is a whole message but lacks its newline gets one first.
+- A failed write is rolled back to the previous size (best effort), so the file keeps only whole
+  lines, and the original ``OSError`` propagates.
+- Writers hold an exclusive ``flock`` on the file. A second writer does not wait: it fails at
+  once with ``SessionError`` naming the file. ``run_agent`` holds the lock for the whole run.
+- With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
+  by an ``fsync`` of its folder, so a committed message survives power loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Union
+
+from .errors import SessionError
+from .messages import Message, message_from_json, message_to_json
+
+__all__ = ["load_session", "append_session", "SessionFile", "PathLike"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _encode(message: Message) -> bytes:
+    return (
+        json.dumps(message_to_json(message), ensure_ascii=False, separators=(",", ":")) + "\n"
+    ).encode("utf-8")
+
+
+def _decode(line: bytes) -> Message:
+    return message_from_json(json.loads(line))
+
+
+def _decode_tail(path: PathLike, tail: bytes, number: int | None) -> Message | None:
+    """Decode a last line that has no newline: ``None`` when it is torn (not JSON)."""
+    try:
+        data = json.loads(tail)
+    except ValueError:
+        return None
+    try:
+        return message_from_json(data)
+    except ValueError as error:
+        raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+
+
+def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
+    """Parse a whole session file.
+
+    Returns (messages, valid_end, needs_newline): the byte offset where the kept content ends (a
+    torn tail starts there) and whether the kept content lacks its final newline.
+
+    Raises:
+        SessionError: a line other than the last one is not a message.
+    """
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: b"" in a clean file
+    messages: list[Message] = []
+    append = messages.append
+    for number, line in enumerate(lines, 1):
+        try:
+            append(_decode(line))
+        except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            if not line.strip():
+                continue
+            raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+    valid_end, needs_newline = len(data), False
+    if tail.strip():
+        message = _decode_tail(path, tail, len(lines) + 1)
+        if message is None:
+            valid_end = len(data) - len(tail)  # torn last line: dropped
+        else:
+            append(message)
+            needs_newline = True
+    return messages, valid_end, needs_newline
+
+
+def load_session(path: PathLike) -> list[Message]:
+    """Read the messages of a session file, oldest first.
+
+    Args:
+        path: the JSONL file. A missing file is an empty session.
+
+    Returns:
+        The committed messages (a torn last line is left out). The file is not modified.
+
+    Raises:
+        SessionError: a bad line other than a torn last line (names the file and the line).
+        OSError: the file exists but cannot be read.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    return _parse(path, data)[0]
+
+
+class SessionFile:
+    """An open, locked session file for one writer: load once, then append.
+
+    Use as a context manager, or call ``close()``. ``load()`` takes the lock when the file exists;
+    when it does not, the first ``append()`` creates it (and its parent folders) and takes the lock
+    then, so loading a session that does not exist writes nothing.
+
+    Args:
+        path: the JSONL file.
+        fsync: fsync the file after each append (and its folder after creating it).
+
+    Raises (from ``load`` and ``append``):
+        SessionError: another process holds the lock, a bad line, or the file appeared while
+            this writer believed it missing.
+        OSError: the disk refused a read or write (after ``append`` rolled back a partial line).
+    """
+
+    def __init__(self, path: PathLike, *, fsync: bool = False) -> None:
+        self.path = path
+        self.fsync = fsync
+        self._fd: int | None = None
+        self._size = 0  # bytes of whole content: where the next line goes after any cut
+        self._cut_to: int | None = None  # a torn tail starts here: truncate before appending
+        self._needs_newline = False
+
+    def load(self) -> list[Message]:
+        """Lock the file if it exists and return its messages (``load_session`` semantics)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        self._lock(fd)
+        with open(fd, "rb", closefd=False) as stream:
+            data = stream.read()
+        messages, valid_end, self._needs_newline = _parse(self.path, data)
+        self._size = valid_end
+        self._cut_to = valid_end if valid_end < len(data) else None
+        return messages
+
+    def load_tail(self) -> None:
+        """Lock the file if it exists and find its tail state without reading the whole file."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        self._lock(fd)
+        size = os.fstat(fd).st_size
+        start, chunk, tail = size, 4096, b""
+        while start > 0 and b"\n" not in tail:
+            start = max(0, start - chunk)
+            tail = os.pread(fd, size - start, start)
+            chunk *= 2
+        last = tail[tail.rfind(b"\n") + 1 :]
+        self._size, self._needs_newline = size, False
+        if last.strip():
+            if _decode_tail(self.path, last, None) is None:
+                self._size = self._cut_to = size - len(last)
+            else:
+                self._needs_newline = True
+
+    def append(self, message: Message) -> None:
+        """Append one message as one line (see the module invariants)."""
+        if self._fd is None:
+            self._create()
+        fd = self._fd
+        assert fd is not None
+        line = _encode(message)
+        if self._needs_newline:
+            line = b"\n" + line
+        if self._cut_to is not None:
+            os.ftruncate(fd, self._cut_to)
+            self._cut_to = None
+        written = 0
+        try:
+            while written < len(line):  # one write, unless the disk takes only part of it
+                written += os.write(fd, line[written:])
+        except BaseException:
+            if written:
+                self._rollback(fd)  # never leave part of a line behind
+            raise
+        self._size += len(line)
+        self._needs_newline = False
+        if self.fsync:
+            os.fsync(fd)
+
+    def close(self) -> None:
+        """Release the lock and close the file (idempotent)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing releases the flock
+
+    def __enter__(self) -> SessionFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _lock(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(fd)
+            if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise SessionError(
+                    self.path, "session file is in use by another run (locked)"
+                ) from None
+            raise
+        self._fd = fd
+
+    def _create(self) -> None:
+        folder = Path(self.path).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._lock(fd)
+        if os.fstat(fd).st_size != 0:
+            self.close()
+            raise SessionError(self.path, "session file was created by another run meanwhile")
+        if self.fsync:
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def _rollback(self, fd: int) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, self._size)
+
+
+def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> None:
+    """Append one message to a session file, creating it (and its folders) if needed.
+
+    Takes the file's lock for the duration of the append, repairs a torn tail first, and writes
+    the line with one ``write()``. ``run_agent`` keeps one ``SessionFile`` open for its whole run
+    instead of calling this per message.
+
+    Args:
+        path: the JSONL file.
+        message: the committed message.
+        fsync: force the line to disk before returning (durability against power loss).
+
+    Raises:
+        SessionError: another run holds the file's lock.
+        OSError: the write failed (the file is left with whole lines only).
+    """
+    with SessionFile(path, fsync=fsync) as session:
+        session.load_tail()
+        session.append(message)
