@@ -1,0 +1,426 @@
+"""File tools confined to a workspace: ``read_file``, ``write_file``, ``edit_file``, ``list_dir``.
+
+Each factory takes a ``Workspace`` and a cap in characters and returns a ``Tool``. Failures the
+model caused (missing file, a folder where a file was expected, a path outside the workspace,
+an ambiguous edit, permission denied) are error results; only bugs raise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..tools import Tool, ToolResult
+from .output import cap, decode, is_binary
+from .paths import OutsideWorkspaceError, Workspace
+
+__all__ = [
+    "read_file_tool",
+    "write_file_tool",
+    "edit_file_tool",
+    "list_dir_tool",
+    "MAX_LIST_ENTRIES",
+    "MAX_LIST_DEPTH",
+]
+
+MAX_LIST_ENTRIES = 1000
+MAX_LIST_DEPTH = 10
+_NOT_DESCENDED = frozenset({".git"})
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult(text, is_error=True)
+
+
+def _os_error(action: str, shown: str, error: OSError) -> ToolResult:
+    reason = error.strerror or str(error)
+    return _error(f"cannot {action} {shown}: {reason}")
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` without following a symlink at its last component."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o666)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, bytes] | ToolResult:
+    """Resolve and read a regular file, or return the error result explaining why not."""
+    try:
+        resolved = workspace.resolve(path)
+    except OutsideWorkspaceError as error:
+        return _error(str(error))
+    shown = workspace.display(resolved)
+    if resolved.is_dir():
+        return _error(f"{shown} is a folder, not a file (use list_dir)")
+    if not resolved.exists():
+        return _error(f"file not found: {shown}")
+    try:
+        return resolved, resolved.read_bytes()
+    except OSError as error:
+        return _os_error("read", shown, error)
+
+
+# --- read_file -----------------------------------------------------------------------------------
+
+
+def _read_file(
+    workspace: Workspace, max_chars: int, arguments: dict[str, Any]
+) -> ToolResult:
+    offset = arguments.get("offset")
+    limit = arguments.get("limit")
+    if offset is not None and int(offset) < 1:
+        return _error("offset is a 1-based line number and must be at least 1")
+    if limit is not None and int(limit) < 1:
+        return _error("limit is a number of lines and must be at least 1")
+    found = _read_existing_file(workspace, str(arguments["path"]))
+    if isinstance(found, ToolResult):
+        return found
+    resolved, data = found
+    shown = workspace.display(resolved)
+    if is_binary(data):
+        return _error(f"{shown} is a binary file ({len(data)} bytes); not shown")
+    text = decode(data)
+    if not text:
+        return ToolResult(f"({shown} is empty)")
+    if offset is None and limit is None:
+        result = cap(text, max_chars)
+        if len(result) < len(text):
+            result += "\n[file shortened; read parts of it with offset and limit (lines)]"
+        return ToolResult(result)
+    lines = _LINE.findall(text)
+    first = int(offset) if offset is not None else 1
+    if first > len(lines):
+        return _error(f"offset {first} is past the end of {shown} ({len(lines)} lines)")
+    last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
+    result = cap("".join(lines[first - 1 : last]), max_chars)
+    if last < len(lines):
+        result += (
+            f"\n[lines {first}-{last} of {len(lines)}; "
+            f"continue with offset={last + 1}]"
+        )
+    return ToolResult(result)
+
+
+def read_file_tool(workspace: Workspace, max_chars: int) -> Tool:
+    """Return the ``read_file`` tool (read-only).
+
+    Input: ``path``; optional ``offset`` (1-based first line) and ``limit`` (number of lines).
+    Result: the file's text (invalid UTF-8 replaced by U+FFFD), capped to ``max_chars``
+    characters; with ``offset``/``limit`` the selected lines and, when more follow, a note with
+    the next offset. Binary files, folders, missing files and paths outside are error results.
+    """
+
+    def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        return _read_file(workspace, max_chars, arguments)
+
+    return Tool(
+        name="read_file",
+        description=(
+            "Read a text file in the workspace. Returns its content exactly (no line numbers). "
+            "For long files pass offset and limit to read a range of lines."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root.",
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "First line to return, 1-based. Default: 1.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Maximum number of lines to return. Default: all.",
+                },
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+        read_only=True,
+    )
+
+
+# --- write_file ----------------------------------------------------------------------------------
+
+
+def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
+    path, content = str(arguments["path"]), str(arguments["content"])
+    try:
+        resolved = workspace.resolve(path)
+    except OutsideWorkspaceError as error:
+        return _error(str(error))
+    shown = workspace.display(resolved)
+    if resolved.is_dir():
+        return _error(f"{shown} is a folder; give a file path")
+    existed = resolved.exists()
+    data = content.encode("utf-8", errors="replace")  # lone surrogates become "?"
+    try:
+        resolved.parent.mkdir(parents=True, exist_ok=True)
+        # mkdir may have raced with a symlink swap: check the parent again before writing.
+        if not workspace.contains(resolved.parent.resolve()):
+            return _error(f"refused: the folder of {path!r} resolves outside the workspace")
+        _write_bytes(resolved, data)
+    except OSError as error:
+        return _os_error("write", shown, error)
+    verb = "overwrote" if existed else "created"
+    return ToolResult(f"{verb} {shown} ({len(content)} characters, {len(data)} bytes)")
+
+
+def write_file_tool(workspace: Workspace) -> Tool:
+    """Return the ``write_file`` tool (changes files).
+
+    Input: ``path``, ``content``. Creates missing folders; replaces an existing file.
+    Result: ``created PATH (N characters, M bytes)`` or ``overwrote ...``.
+    """
+
+    def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        return _write_file(workspace, arguments)
+
+    return Tool(
+        name="write_file",
+        description=(
+            "Create or overwrite a text file in the workspace with the given content. "
+            "Missing folders are created. To change part of a file, prefer edit_file."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root.",
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file.",
+                },
+            },
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+        read_only=False,
+    )
+
+
+# --- edit_file -----------------------------------------------------------------------------------
+
+
+def _count_occurrences(text: str, part: str) -> int:
+    """Count occurrences of ``part`` in ``text``, overlapping ones included."""
+    count, start = 0, text.find(part)
+    while start != -1:
+        count += 1
+        start = text.find(part, start + 1)
+    return count
+
+
+def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
+    old_text, new_text = str(arguments["old_text"]), str(arguments["new_text"])
+    if not old_text:
+        return _error("old_text is empty; give the exact text to replace")
+    found = _read_existing_file(workspace, str(arguments["path"]))
+    if isinstance(found, ToolResult):
+        return found
+    resolved, data = found
+    shown = workspace.display(resolved)
+    if is_binary(data):
+        return _error(f"{shown} is a binary file; edit_file changes text files only")
+    # surrogateescape keeps bytes that are not UTF-8 unchanged when the file is written back.
+    text = data.decode("utf-8", errors="surrogateescape")
+    count = _count_occurrences(text, old_text)
+    if count == 0 and "\r\n" in text and "\n" in old_text and "\r\n" not in old_text:
+        crlf_old = old_text.replace("\n", "\r\n")
+        if _count_occurrences(text, crlf_old) == 1:
+            old_text, new_text = crlf_old, new_text.replace("\n", "\r\n")
+            count = 1
+    if count != 1:
+        times = "time" if count == 1 else "times"
+        hint = (
+            "copy it exactly from read_file (whitespace and line breaks count)"
+            if count == 0
+            else "include more surrounding text so that it occurs exactly once"
+        )
+        return _error(
+            f"old_text must occur exactly once in {shown}, but it occurs {count} {times}; {hint}"
+        )
+    index = text.find(old_text)
+    line = text.count("\n", 0, index) + 1
+    updated = text[:index] + new_text + text[index + len(old_text) :]
+    try:
+        encoded = updated.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        return _error("new_text contains characters that cannot be written as UTF-8")
+    try:
+        _write_bytes(resolved, encoded)
+    except OSError as error:
+        return _os_error("write", shown, error)
+    return ToolResult(f"edited {shown}: replaced 1 occurrence at line {line}")
+
+
+def edit_file_tool(workspace: Workspace) -> Tool:
+    """Return the ``edit_file`` tool (changes files).
+
+    Input: ``path``, ``old_text``, ``new_text``. ``old_text`` must occur exactly once (overlapping
+    occurrences counted); otherwise an error result says how many times it occurs. A file with
+    CRLF line ends also matches ``old_text`` written with LF. Bytes that are not UTF-8 elsewhere in
+    the file are kept as they are.
+    Result: ``edited PATH: replaced 1 occurrence at line N``.
+    """
+
+    def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        return _edit_file(workspace, arguments)
+
+    return Tool(
+        name="edit_file",
+        description=(
+            "Replace one exact piece of text in a file. old_text must occur exactly once in the "
+            "file (copy it from read_file, with enough context to be unique)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root.",
+                },
+                "old_text": {
+                    "type": "string",
+                    "description": "The exact text to replace; must occur exactly once.",
+                },
+                "new_text": {
+                    "type": "string",
+                    "description": "The text to put in its place (may be empty to delete).",
+                },
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+        read_only=False,
+    )
+
+
+# --- list_dir ------------------------------------------------------------------------------------
+
+
+def _describe_symlink(workspace: Workspace, link: Path, shown: str) -> str:
+    try:
+        target = link.resolve()
+    except (OSError, RuntimeError):
+        return f"{shown} -> (broken symlink)"
+    if not workspace.contains(target):
+        return f"{shown} -> (symlink leading outside the workspace; not followed)"
+    if not target.exists():
+        return f"{shown} -> (broken symlink)"
+    kind = "/" if target.is_dir() else ""
+    return f"{shown} -> {workspace.display(target)}{kind} (symlink; not followed)"
+
+
+def _list_dir(
+    workspace: Workspace,
+    max_chars: int,
+    arguments: dict[str, Any],
+    cancel: threading.Event | None,
+) -> ToolResult:
+    depth = int(arguments.get("depth") or 1)
+    if depth < 1:
+        return _error("depth must be at least 1")
+    depth = min(depth, MAX_LIST_DEPTH)
+    try:
+        top = workspace.resolve(str(arguments.get("path", ".")))
+    except OutsideWorkspaceError as error:
+        return _error(str(error))
+    top_shown = workspace.display(top)
+    if not top.exists():
+        return _error(f"folder not found: {top_shown}")
+    if not top.is_dir():
+        return _error(f"{top_shown} is not a folder (use read_file)")
+    lines: list[str] = []
+    problems: list[str] = []
+    stopped = False
+
+    def walk(folder: Path, level: int) -> None:
+        nonlocal stopped
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            problems.append(f"cannot list {workspace.display(folder)}: {error.strerror}")
+            return
+        for entry in entries:
+            if stopped or (cancel is not None and cancel.is_set()):
+                stopped = True
+                return
+            if len(lines) >= MAX_LIST_ENTRIES:
+                stopped = True
+                return
+            path = folder / entry.name
+            shown = workspace.display(path)
+            if entry.is_symlink():
+                lines.append(_describe_symlink(workspace, path, shown))
+            elif entry.is_dir(follow_symlinks=False):
+                lines.append(shown + "/")
+                if level < depth and entry.name not in _NOT_DESCENDED:
+                    walk(path, level + 1)
+            else:
+                lines.append(shown)
+
+    walk(top, 1)
+    if not lines and not problems:
+        lines.append(f"({top_shown} is empty)")
+    if cancel is not None and cancel.is_set():
+        lines.append("[cancelled]")
+    elif stopped:
+        lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
+    return ToolResult(cap("\n".join(lines + problems), max_chars))
+
+
+def list_dir_tool(workspace: Workspace, max_chars: int) -> Tool:
+    """Return the ``list_dir`` tool (read-only).
+
+    Input: ``path`` (default ``"."``), ``depth`` (levels, default 1, at most ``MAX_LIST_DEPTH``).
+    Result: one entry per line, sorted, shown relative to the workspace root; folders end with
+    ``/``; symlinks are shown with their target and never followed (those leading outside are
+    marked as such); ``.git`` is listed but not entered; at most ``MAX_LIST_ENTRIES`` entries;
+    capped to ``max_chars`` characters.
+    """
+
+    def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        return _list_dir(workspace, max_chars, arguments, cancel)
+
+    return Tool(
+        name="list_dir",
+        description=(
+            "List files and folders in the workspace. Folders end with '/'. "
+            "Paths are relative to the workspace root."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Folder to list, relative to the workspace root. Default: '.'.",
+                },
+                "depth": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIST_DEPTH,
+                    "description": "How many levels to descend; 1 lists only direct entries.",
+                },
+            },
+            "additionalProperties": False,
+        },
+        execute=execute,
+        read_only=True,
+    )

@@ -1,0 +1,125 @@
+"""Turning bytes into text a model can read: decoding, binary detection and capping.
+
+- ``decode(data)``: UTF-8 with every invalid byte sequence replaced by U+FFFD; never raises.
+- ``is_binary(data)``: a NUL byte within the first 8 KB (8192 bytes).
+- ``cap(text, max_chars)``: keeps the head and the tail and puts one line between them saying
+  exactly how many characters were left out; the result is at most ``max_chars`` characters
+  (unless ``max_chars`` is smaller than the note itself).
+- ``OutputBuffer``: collects a stream of bytes of any length in bounded memory (head and tail),
+  for command output.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+__all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "cap", "omission_note", "OutputBuffer"]
+
+BINARY_SNIFF_BYTES = 8192
+
+
+def decode(data: bytes) -> str:
+    """Decode ``data`` as UTF-8, replacing invalid sequences with U+FFFD. Never raises."""
+    return data.decode("utf-8", errors="replace")
+
+
+def is_binary(data: bytes) -> bool:
+    """Return whether ``data`` looks binary: a NUL byte in its first 8192 bytes."""
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def omission_note(chars: int, extra_bytes: int = 0) -> str:
+    """Return the line put where text was cut, e.g. ``[... 1234 characters left out ...]``.
+
+    Args:
+        chars: characters left out.
+        extra_bytes: bytes left out that were never decoded (only for very long streams).
+    """
+    if extra_bytes:
+        return f"[... {chars} characters and {extra_bytes} bytes left out ...]"
+    return f"[... {chars} characters left out ...]"
+
+
+def _split_budget(max_chars: int, note_length: int) -> tuple[int, int]:
+    budget = max(0, max_chars - note_length - 2)  # two newlines around the note
+    head = budget // 2
+    return head, budget - head
+
+
+def cap(text: str, max_chars: int) -> str:
+    """Shorten ``text`` to at most ``max_chars`` characters, keeping its head and tail.
+
+    Args:
+        text: any text.
+        max_chars: the limit in characters (>= 1).
+
+    Returns:
+        ``text`` unchanged when it fits; else ``head + "\\n" + note + "\\n" + tail`` where the note
+        (``omission_note``) gives the exact number of characters left out, i.e.
+        ``len(text) - len(head) - len(tail)``.
+    """
+    if len(text) <= max_chars:
+        return text
+    head_chars, tail_chars = _split_budget(max_chars, len(omission_note(len(text))))
+    left_out = len(text) - head_chars - tail_chars
+    tail = text[len(text) - tail_chars :] if tail_chars else ""
+    return f"{text[:head_chars]}\n{omission_note(left_out)}\n{tail}"
+
+
+class OutputBuffer:
+    """Bytes of a stream kept in bounded memory: the first and the last ``keep_bytes`` bytes.
+
+    Args:
+        keep_bytes: bytes kept at each end (>= 4). With ``keep_bytes >= 4 * max_chars`` the
+            kept ends always hold enough characters for ``text(max_chars)``.
+    """
+
+    def __init__(self, keep_bytes: int) -> None:
+        if keep_bytes < 4:
+            raise ValueError("keep_bytes must be at least 4")
+        self._keep = keep_bytes
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total_bytes = 0
+
+    def append(self, data: bytes) -> None:
+        """Add the next bytes of the stream."""
+        self.total_bytes += len(data)
+        room = self._keep - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            if len(self._tail) > 2 * self._keep:
+                del self._tail[: len(self._tail) - self._keep]
+
+    def text(self, max_chars: int) -> str:
+        """Return the stream decoded (``decode``) and capped (``cap``) to ``max_chars`` characters.
+
+        When the stream was longer than the kept bytes, the note counts the characters left out
+        of the kept ends plus the bytes in the middle that were never kept.
+        """
+        if len(self._tail) > self._keep:
+            del self._tail[: len(self._tail) - self._keep]
+        kept = len(self._head) + len(self._tail)
+        if kept == self.total_bytes:
+            return cap(decode(bytes(self._head + self._tail)), max_chars)
+        # Middle dropped: decode each end without splitting a UTF-8 sequence at the cut.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        head_text = decoder.decode(bytes(self._head), final=False)
+        head_used = len(self._head) - len(decoder.getstate()[0])
+        tail = bytes(self._tail)
+        skip = 0
+        while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
+            skip += 1
+        tail_text = decode(tail[skip:])
+        dropped_bytes = self.total_bytes - head_used - (len(tail) - skip)
+        note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))
+        head_chars, tail_chars = _split_budget(max_chars, note_length)
+        head_chars = min(head_chars, len(head_text))
+        tail_chars = min(tail_chars, len(tail_text))
+        left_out = len(head_text) - head_chars + len(tail_text) - tail_chars
+        tail_part = tail_text[len(tail_text) - tail_chars :] if tail_chars else ""
+        note = omission_note(left_out, dropped_bytes)
+        return f"{head_text[:head_chars]}\n{note}\n{tail_part}"

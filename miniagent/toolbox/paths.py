@@ -1,0 +1,83 @@
+"""Confinement of tool paths to a workspace folder.
+
+Every path a tool receives is resolved (``Path.resolve()``: ``..`` collapsed, every existing
+symlink followed) and then compared component-wise with the resolved workspace root
+(``Path.is_relative_to``), never by string prefix. So ``..`` that climbs out, an absolute path
+elsewhere, a sibling such as ``/ws_evil`` for the root ``/ws``, and a symlink inside the root that
+leads out are all refused, while an absolute path inside the root is accepted.
+
+Limits: the check and the later open are two steps; a process that swaps a path component for a
+symlink in between is not defended against (writes open with ``O_NOFOLLOW`` on the last component,
+which closes the common case).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["OutsideWorkspaceError", "Workspace"]
+
+
+class OutsideWorkspaceError(ValueError):
+    """A path resolves outside the workspace (or cannot be resolved). The text is for the model."""
+
+
+class Workspace:
+    """A workspace root and the rules for paths inside it.
+
+    Args:
+        root: the workspace folder (relative paths are taken from the current directory).
+
+    Raises:
+        NotADirectoryError: ``root`` does not exist or is not a folder.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        resolved = Path(root).expanduser().resolve()
+        if not resolved.is_dir():
+            raise NotADirectoryError(f"workspace is not a folder: {root}")
+        self.root: Path = resolved
+
+    def contains(self, resolved: Path) -> bool:
+        """Return whether an already resolved absolute path is the root or inside it."""
+        return resolved == self.root or resolved.is_relative_to(self.root)
+
+    def resolve(self, path: str) -> Path:
+        """Resolve a path given by the model to an absolute path inside the workspace.
+
+        Args:
+            path: relative to the workspace root, or absolute (then it must lie inside the root).
+                ``""`` means the root.
+
+        Returns:
+            The resolved absolute path (symlinks followed). It need not exist; when it does not,
+            its existing parent chain has been resolved and lies inside the root.
+
+        Raises:
+            OutsideWorkspaceError: the path resolves outside the root, or cannot be resolved
+                (embedded NUL, a symlink loop).
+        """
+        candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError, ValueError) as error:
+            raise OutsideWorkspaceError(f"cannot resolve path {path!r}: {error}") from None
+        if not self.contains(resolved):
+            raise OutsideWorkspaceError(
+                f"refused: {path!r} resolves outside the workspace ({self.root}); "
+                "use paths inside the workspace"
+            )
+        return resolved
+
+    def display(self, resolved: Path) -> str:
+        """Return a resolved path inside the root as shown to the model: relative, ``/``-separated.
+
+        The root itself is ``"."``. A path outside the root is shown absolute.
+        """
+        if not self.contains(resolved):
+            return str(resolved)
+        relative = resolved.relative_to(self.root).as_posix()
+        return relative or "."

@@ -1,0 +1,323 @@
+"""The ``run_command`` tool: a shell command in the workspace, in its own process group.
+
+How a command runs (``run_shell``):
+
+- ``/bin/sh -c COMMAND`` with the workspace as working folder, stdin ``/dev/null``, stdout and
+  stderr merged into one pipe (so their order is kept), in a new session (``start_new_session``:
+  its own process group, whose id is the shell's pid).
+- The calling thread reads the pipe itself (``select`` with 20 ms polls; no helper threads) and
+  checks the cancel event and the deadline at every poll, so cancelling takes effect within
+  about 20 ms.
+- When the shell exits, times out or is cancelled, the whole group is stopped: SIGTERM, then
+  SIGKILL after ``kill_grace`` seconds for members still alive. This also ends background
+  children (``sleep 30 &``) that would otherwise keep the pipe open. A process that left the group
+  on purpose (``setsid``) is out of reach; the tool stops reading once the group is gone.
+- "Alive" ignores zombies: on Linux the members are looked up in ``/proc`` (a killed grandchild
+  stays a zombie until the init process reaps it, which can take a second in containers);
+  elsewhere ``killpg(pgid, 0)`` decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..tools import Tool, ToolResult
+from .output import OutputBuffer
+from .paths import Workspace
+
+__all__ = [
+    "CommandOutcome",
+    "run_shell",
+    "run_command_tool",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_TIMEOUT_SECONDS",
+    "KILL_GRACE_SECONDS",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+MAX_TIMEOUT_SECONDS = 600.0
+KILL_GRACE_SECONDS = 0.5
+_POLL_SECONDS = 0.02
+_REAP_SECONDS = 2.0  # how long to wait for SIGKILLed members to die
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What ``run_shell`` observed.
+
+    Args:
+        output: stdout and stderr merged, decoded and capped (characters).
+        returncode: the shell's exit status; negative ``-N`` when killed by signal ``N``.
+        stopped: ``"timeout"``, ``"cancelled"`` or ``None`` when the shell exited by itself.
+        pgid: the process group id (the shell's pid), e.g. for checking that it is gone.
+        seconds: wall time of the call.
+    """
+
+    output: str
+    returncode: int
+    stopped: str | None
+    pgid: int
+    seconds: float
+
+
+def _group_alive(pgid: int) -> bool:
+    """Return whether a process of group ``pgid`` is alive (zombies do not count on Linux)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    if "self" not in names:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+class _Pipe:
+    """The read end of the command's output pipe, read without blocking longer than a poll."""
+
+    def __init__(self, fd: int, buffer: OutputBuffer) -> None:
+        self.fd = fd
+        self.buffer = buffer
+        self.eof = False
+
+    def pump(self, wait: float) -> None:
+        """Read what is available, waiting at most ``wait`` seconds for something to arrive."""
+        if self.eof:
+            if wait > 0:
+                time.sleep(wait)
+            return
+        deadline = time.monotonic() + wait
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                return
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            if not data:
+                self.eof = True
+                return
+            self.buffer.append(data)
+            if time.monotonic() >= deadline:
+                # Keep draining a chatty command, but never past the poll interval.
+                return
+
+
+def _stop_group(process: subprocess.Popen[bytes], pipe: _Pipe, grace: float) -> None:
+    """SIGTERM the group, SIGKILL what is left after ``grace`` seconds, reap the shell."""
+    pgid = process.pid
+    process.poll()
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            pipe.pump(0.01)
+            process.poll()
+            if not _group_alive(pgid):
+                break
+        else:
+            _signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + _REAP_SECONDS
+            while time.monotonic() < deadline:
+                pipe.pump(0.01)
+                process.poll()
+                if not _group_alive(pgid):
+                    break
+    process.wait()
+    # Every writer of the group is gone: take what is left in the pipe without waiting.
+    while not pipe.eof:
+        before = pipe.buffer.total_bytes
+        pipe.pump(0.0)
+        if pipe.buffer.total_bytes == before:
+            break
+
+
+def run_shell(
+    command: str,
+    cwd: str | os.PathLike[str],
+    *,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    max_chars: int = 30_000,
+    kill_grace: float = KILL_GRACE_SECONDS,
+) -> CommandOutcome:
+    """Run ``/bin/sh -c command`` in ``cwd`` and return its merged output and status.
+
+    Args:
+        command: the shell command line.
+        cwd: the working folder.
+        timeout: seconds before the group is stopped (> 0).
+        cancel: when set, the group is stopped within about 20 ms.
+        max_chars: cap of the returned output in characters.
+        kill_grace: seconds between SIGTERM and SIGKILL.
+
+    Returns:
+        A ``CommandOutcome``; no process of the group is alive when it returns.
+
+    Raises:
+        OSError: the shell could not be started (e.g. ``cwd`` is gone).
+    """
+    started = time.monotonic()
+    buffer = OutputBuffer(max(4 * max_chars + 16, 65536))
+    process = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    pipe = _Pipe(process.stdout.fileno(), buffer)
+    stopped: str | None = None
+    deadline = started + timeout
+    try:
+        while process.poll() is None:
+            if cancel is not None and cancel.is_set():
+                stopped = "cancelled"
+                break
+            if time.monotonic() >= deadline:
+                stopped = "timeout"
+                break
+            pipe.pump(_POLL_SECONDS)
+        _stop_group(process, pipe, kill_grace)
+    finally:
+        if process.returncode is None:  # an exception (e.g. KeyboardInterrupt) got here first
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+        process.stdout.close()
+    return CommandOutcome(
+        output=buffer.text(max_chars),
+        returncode=process.returncode,
+        stopped=stopped,
+        pgid=process.pid,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _status_line(outcome: CommandOutcome, timeout: float) -> str:
+    if outcome.stopped == "cancelled":
+        return "[cancelled]"
+    if outcome.stopped == "timeout":
+        return f"[timed out after {timeout:g} s]"
+    if outcome.returncode < 0:
+        try:
+            name = signal.Signals(-outcome.returncode).name
+        except ValueError:
+            name = f"signal {-outcome.returncode}"
+        return f"killed by signal {name}"
+    return f"exit code: {outcome.returncode}"
+
+
+def _run_command(
+    workspace: Workspace,
+    max_chars: int,
+    kill_grace: float,
+    arguments: dict[str, Any],
+    cancel: threading.Event | None,
+) -> ToolResult:
+    command = str(arguments["command"])
+    timeout = float(arguments.get("timeout") or DEFAULT_TIMEOUT_SECONDS)
+    if timeout <= 0:
+        return ToolResult("timeout must be a positive number of seconds", is_error=True)
+    notes: list[str] = []
+    if timeout > MAX_TIMEOUT_SECONDS:
+        notes.append(f"[timeout lowered to the maximum of {MAX_TIMEOUT_SECONDS:g} s]")
+        timeout = MAX_TIMEOUT_SECONDS
+    if "\x00" in command:
+        return ToolResult("the command contains a NUL character", is_error=True)
+    try:
+        outcome = run_shell(
+            command,
+            Path(workspace.root),
+            timeout=timeout,
+            cancel=cancel,
+            max_chars=max_chars,
+            kill_grace=kill_grace,
+        )
+    except OSError as error:
+        return ToolResult(f"cannot run the command: {error}", is_error=True)
+    parts = [*notes]
+    if outcome.output:
+        parts.append(outcome.output.removesuffix("\n"))
+    parts.append(_status_line(outcome, timeout))
+    failed = outcome.stopped is not None or outcome.returncode != 0
+    return ToolResult("\n".join(parts), is_error=failed)
+
+
+def run_command_tool(
+    workspace: Workspace, max_chars: int, *, kill_grace: float = KILL_GRACE_SECONDS
+) -> Tool:
+    """Return the ``run_command`` tool (not read-only: a command may change anything).
+
+    Input: ``command`` (shell command line), ``timeout`` (seconds, default
+    ``DEFAULT_TIMEOUT_SECONDS``, lowered to ``MAX_TIMEOUT_SECONDS`` with a note).
+    Result: the merged output (capped to ``max_chars`` characters, invalid UTF-8 replaced), then
+    one status line: ``exit code: N``, ``killed by signal NAME``, ``[timed out after N s]`` or
+    ``[cancelled]``. ``is_error`` is true unless the command exited with status 0.
+    """
+
+    def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        return _run_command(workspace, max_chars, kill_grace, arguments, cancel)
+
+    return Tool(
+        name="run_command",
+        description=(
+            "Run a shell command (/bin/sh -c) in the workspace folder and return its combined "
+            "stdout and stderr and its exit code. No input is available on stdin; "
+            "background processes are stopped when the command ends."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The shell command line to run, e.g. 'ls -la' or 'pytest -q'.",
+                },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_TIMEOUT_SECONDS,
+                    "description": f"Seconds before the command is stopped. "
+                    f"Default: {DEFAULT_TIMEOUT_SECONDS:g}; at most {MAX_TIMEOUT_SECONDS:g}.",
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+        read_only=False,
+    )
