@@ -1,0 +1,192 @@
+"""Approval policies: callables ``ToolCall -> Approval`` usable as ``before_tool_call``.
+
+- ``approve_all``: approves every call.
+- ``read_only(tools)``: approves tools marked ``read_only``, refuses the others with a reason the
+  model can act on. Names it does not know are approved (the loop then records
+  ``unknown tool: NAME``).
+- ``ask_on_terminal(tools=None, input=None, output=None)``: asks a person (``TerminalApproval``).
+- ``allow_tools(names, otherwise)``: approves the named tools, asks ``otherwise`` for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from .messages import ToolCall
+from .tools import Approval, BeforeToolCall, Tool
+
+__all__ = [
+    "approve_all",
+    "read_only",
+    "ask_on_terminal",
+    "TerminalApproval",
+    "allow_tools",
+    "describe_call",
+]
+
+
+def approve_all(call: ToolCall) -> Approval:
+    """Approve every call. Returns ``Approval(True)``."""
+    return Approval(True)
+
+
+def read_only(tools: Iterable[Tool]) -> BeforeToolCall:
+    """Return a policy that approves only tools with ``read_only`` set.
+
+    Args:
+        tools: the run's tools (their names and ``read_only`` flags are copied now).
+
+    Returns:
+        A ``BeforeToolCall``. A tool that is not read-only is refused with a reason like
+        ``refused: write_file may change files or run commands and this run is non-interactive
+        (read-only approval). Answer with what you would change instead, or ask the user to
+        re-run with --approve all.``; names not among ``tools`` are approved (the loop records
+        ``unknown tool: NAME``).
+    """
+    changing = frozenset(t.name for t in tools if not t.read_only)
+
+    def policy(call: ToolCall) -> Approval:
+        if call.name not in changing:
+            return Approval(True)
+        return Approval(
+            False,
+            f"refused: {call.name} may change files or run commands and this run is "
+            "non-interactive (read-only approval). Answer with what you would change instead, "
+            "or ask the user to re-run with --approve all.",
+        )
+
+    return policy
+
+
+def allow_tools(names: Iterable[str], otherwise: BeforeToolCall) -> BeforeToolCall:
+    """Return a policy that approves calls of the tools ``names`` and asks ``otherwise`` for others.
+
+    Args:
+        names: tool names approved without asking.
+        otherwise: the policy for every other call (its exceptions propagate).
+    """
+    allowed = frozenset(names)
+
+    def policy(call: ToolCall) -> Approval:
+        if call.name in allowed:
+            return Approval(True)
+        return otherwise(call)
+
+    return policy
+
+
+# --- asking a person ----------------------------------------------------------------------------
+
+_VALUE_CHARS = 60
+_LINE_CHARS = 200
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _printable(text: str) -> str:
+    """Return ``text`` safe to print on a terminal (JSON-quoted when it has control characters)."""
+    return text if text.isprintable() else json.dumps(text)
+
+
+def describe_call(call: ToolCall) -> str:
+    """Return a one-line summary of ``call``: ``name(key=value, ...)``.
+
+    Values are JSON (control characters and newlines escaped), each shortened to 60 characters,
+    the whole line to 200 characters; shortened parts end with ``…``.
+    """
+    parts = []
+    for key, value in call.input.items():
+        shown: Any = json.dumps(value, ensure_ascii=False)
+        parts.append(f"{_printable(str(key))}={_shorten(shown, _VALUE_CHARS)}")
+    return _shorten(f"{_printable(call.name)}({', '.join(parts)})", _LINE_CHARS)
+
+
+class TerminalApproval:
+    """Ask a person on a terminal before each call.
+
+    The prompt (written to ``output``) shows the call on one line (``describe_call``) and reads
+    one line from ``input``:
+
+    - ``y`` / ``yes``: approve this call.
+    - ``a`` / ``always``: approve this call and every later call of the same tool, for the life
+      of this object.
+    - ``n`` / ``no``, optionally followed by a reason on the same line (``n too risky``): refuse.
+      The refusal reason recorded for the model is ``refused by the user: too risky``, or
+      ``refused by the user`` without a reason.
+    - end of input (EOF): refuse, reason ``refused: no answer (end of input)``.
+    - anything else (an empty line too): the question is asked again.
+
+    Args:
+        tools: when given, calls of tools marked ``read_only`` are approved without asking.
+        input: where answers are read (default: ``sys.stdin`` at call time).
+        output: where prompts are written (default: ``sys.stderr`` at call time, so stdout stays
+            clean for the run's result).
+
+    Calls are serialised with a lock, so one policy object may serve several threads.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] | None = None,
+        *,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+    ) -> None:
+        self._auto = frozenset(t.name for t in tools or () if t.read_only)
+        self._always: set[str] = set()
+        self._input = input
+        self._output = output
+        self._lock = threading.Lock()
+
+    def __call__(self, call: ToolCall) -> Approval:
+        """Return the person's answer for ``call`` (see the class docstring)."""
+        with self._lock:
+            if call.name in self._auto or call.name in self._always:
+                return Approval(True)
+            source = self._input if self._input is not None else sys.stdin
+            sink = self._output if self._output is not None else sys.stderr
+            sink.write(f"\ntool call: {describe_call(call)}\n")
+            while True:
+                sink.write(
+                    f"approve? [y]es / [n]o (optionally: n REASON) / [a]lways {call.name}: "
+                )
+                sink.flush()
+                line = source.readline()
+                if not line:
+                    sink.write("\n")
+                    sink.flush()
+                    return Approval(False, "refused: no answer (end of input)")
+                word, _, rest = line.strip().partition(" ")
+                word = word.lower().rstrip(",.:;")
+                if word in ("y", "yes"):
+                    return Approval(True)
+                if word in ("a", "always"):
+                    self._always.add(call.name)
+                    return Approval(True)
+                if word in ("n", "no"):
+                    reason = rest.strip()
+                    if reason:
+                        return Approval(False, f"refused by the user: {reason}")
+                    return Approval(False, "refused by the user")
+
+
+def ask_on_terminal(
+    tools: Iterable[Tool] | None = None,
+    *,
+    input: TextIO | None = None,
+    output: TextIO | None = None,
+) -> TerminalApproval:
+    """Return a ``TerminalApproval`` (see there for the answers and the defaults).
+
+    Args:
+        tools: when given, its read-only tools are approved without asking.
+        input: answer stream (default ``sys.stdin``); output: prompt stream (default
+            ``sys.stderr``).
+    """
+    return TerminalApproval(tools, input=input, output=output)
