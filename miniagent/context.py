@@ -35,9 +35,7 @@ def message_chars(message: Message) -> int:
     """
     size = len(message.content)
     for call in message.tool_calls:
-        size += len(call.name) + len(
-            json.dumps(call.input, ensure_ascii=False, separators=(",", ":"))
-        )
+        size += len(call.name) + len(json.dumps(call.input, ensure_ascii=False, separators=(",", ":")))
     return size
 
 
@@ -48,8 +46,7 @@ def _check_budget(max_chars: int) -> None:
 
 def _too_small(size: int, max_chars: int) -> ValueError:
     return ValueError(
-        f"context budget of {max_chars} characters cannot hold the newest message unit "
-        f"({size} characters)"
+        f"context budget of {max_chars} characters cannot hold the newest message unit ({size} characters)"
     )
 
 

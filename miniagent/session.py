@@ -37,9 +37,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _encode(message: Message) -> bytes:
-    return (
-        json.dumps(message_to_json(message), ensure_ascii=False, separators=(",", ":")) + "\n"
-    ).encode("utf-8")
+    return (json.dumps(message_to_json(message), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+        "utf-8"
+    )
 
 
 def _decode(line: bytes) -> Message:
@@ -217,9 +217,7 @@ class SessionFile:
         except OSError as error:
             os.close(fd)
             if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise SessionError(
-                    self.path, "session file is in use by another run (locked)"
-                ) from None
+                raise SessionError(self.path, "session file is in use by another run (locked)") from None
             raise
         self._fd = fd
 

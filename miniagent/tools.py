@@ -76,8 +76,9 @@ BeforeToolCall = Callable[[ToolCall], Approval]
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
@@ -166,40 +167,38 @@ def _schema_for(annotation: Any) -> tuple[dict[str, Any], bool]:
     raise TypeError(f"@tool cannot describe the type {annotation!r} in JSON Schema")
 
 
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
-_SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_ARGS_SECTIONS = frozenset(("Args", "Arguments", "Parameters"))
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {argument: text})."""
-    lines = inspect.cleandoc(doc).splitlines()
+    """Split a Google-style docstring into (description, {argument: text}).
+
+    The description is the text before the first section header (``Args:``, ``Returns:``, ...).
+    """
     description: list[str] = []
     arguments: dict[str, str] = {}
-    in_args = False
+    section: str | None = None
     current: str | None = None
     arg_indent = 0
-    for line in lines:
-        if _ARGS_HEADER.match(line):
-            in_args, current = True, None
+    for line in inspect.cleandoc(doc).splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
             continue
-        if in_args:
-            indent = len(line) - len(line.lstrip())
-            if not line.strip():
-                continue
-            if _SECTION.match(line) and indent == 0:
-                in_args, current = False, None
-                continue
-            match = _ARG_LINE.match(line)
-            if match and (current is None or indent <= arg_indent):
-                current, arg_indent = match.group(1).lstrip("*"), indent
-                arguments[current] = match.group(3).strip()
-            elif current is not None:
-                arguments[current] = (arguments[current] + " " + line.strip()).strip()
+        if section is None:
+            description.append(line)
             continue
-        if _SECTION.match(line):
-            break
-        description.append(line)
+        if section not in _ARGS_SECTIONS or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        match = _ARG_LINE.match(line)
+        if match and (current is None or indent <= arg_indent):
+            current, arg_indent = match.group(1).lstrip("*"), indent
+            arguments[current] = match.group(3).strip()
+        elif current is not None:
+            arguments[current] = f"{arguments[current]} {line.strip()}".strip()
     return "\n".join(description).strip(), arguments
 
 
