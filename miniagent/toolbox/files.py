@@ -32,6 +32,10 @@ _NOT_DESCENDED = frozenset({".git"})
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _error(text: str) -> ToolResult:
     return ToolResult(text, is_error=True)
 
@@ -174,7 +178,9 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
-    return ToolResult(f"{verb} {shown} ({len(content)} characters, {len(data)} bytes)")
+    return ToolResult(
+        f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})"
+    )
 
 
 def write_file_tool(workspace: Workspace) -> Tool:
@@ -333,7 +339,8 @@ def _list_dir(
     arguments: dict[str, Any],
     cancel: threading.Event | None,
 ) -> ToolResult:
-    depth = int(arguments.get("depth") or 1)
+    raw_depth = arguments.get("depth")
+    depth = 1 if raw_depth is None else int(raw_depth)
     if depth < 1:
         return _error("depth must be at least 1")
     depth = min(depth, MAX_LIST_DEPTH)

@@ -250,7 +250,8 @@ def _run_command(
     cancel: threading.Event | None,
 ) -> ToolResult:
     command = str(arguments["command"])
-    timeout = float(arguments.get("timeout") or DEFAULT_TIMEOUT_SECONDS)
+    raw_timeout = arguments.get("timeout")
+    timeout = DEFAULT_TIMEOUT_SECONDS if raw_timeout is None else float(raw_timeout)
     if timeout <= 0:
         return ToolResult("timeout must be a positive number of seconds", is_error=True)
     notes: list[str] = []

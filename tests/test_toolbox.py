@@ -1,0 +1,558 @@
+"""Built-in tools against real files and real processes in temporary folders."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miniagent import Message, ToolCall, ToolResult, run_agent
+from miniagent.testing import ScriptedClient
+from miniagent.toolbox import Workspace, cap, default_tools, run_shell
+from miniagent.toolbox.output import OutputBuffer
+from miniagent.toolbox.shell import _group_alive
+from miniagent.tools import Tool, check_input
+
+Run = Callable[..., ToolResult]
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace ``ws`` and, next to it, ``ws_evil`` and ``outside`` with secrets."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "ws_evil").mkdir()
+    (tmp_path / "ws_evil" / "secret.txt").write_text("evil secret\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("outside secret\n")
+    return ws, tmp_path
+
+
+@pytest.fixture
+def ws(dirs: tuple[Path, Path]) -> Path:
+    return dirs[0]
+
+
+def tools_for(root: Path, **options: Any) -> dict[str, Tool]:
+    return {t.name: t for t in default_tools(root, **options)}
+
+
+@pytest.fixture
+def run(ws: Path) -> Run:
+    tools = tools_for(ws)
+
+    def call(name: str, cancel: threading.Event | None = None, **arguments: Any) -> ToolResult:
+        tool = tools[name]
+        problem = check_input(tool.input_schema, arguments)
+        assert problem is None, problem
+        return tool.execute(arguments, cancel)
+
+    return call
+
+
+def group_gone(pgid: int, within: float = 5.0) -> bool:
+    """Check that no member of group ``pgid`` is alive now, then poll until ``killpg(pgid, 0)``
+    raises ProcessLookupError (killed orphans stay zombies until init reaps them, which takes
+    up to ~2 s in some containers)."""
+    assert not _group_alive(pgid), "a member of the group is still running"
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
+# --- the tool set -----------------------------------------------------------------------------------
+
+
+def test_default_tools_names_flags_and_schemas(ws: Path) -> None:
+    tools = default_tools(ws)
+    assert [t.name for t in tools] == [
+        "read_file", "write_file", "edit_file", "list_dir", "grep", "run_command",
+    ]
+    flags = {t.name: t.read_only for t in tools}
+    assert flags == {
+        "read_file": True, "write_file": False, "edit_file": False,
+        "list_dir": True, "grep": True, "run_command": False,
+    }
+    for t in tools:
+        assert t.description
+        assert t.input_schema["type"] == "object"
+        assert t.input_schema["additionalProperties"] is False
+        for name, prop in t.input_schema["properties"].items():
+            assert prop.get("description"), (t.name, name)
+            assert prop.get("type"), (t.name, name)
+        for name in t.input_schema.get("required", []):
+            assert name in t.input_schema["properties"]
+
+
+def test_default_tools_rejects_missing_workspace_and_tiny_cap(tmp_path: Path) -> None:
+    with pytest.raises(NotADirectoryError):
+        default_tools(tmp_path / "nope")
+    with pytest.raises(ValueError):
+        default_tools(tmp_path, max_output_chars=10)
+
+
+# --- confinement ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file", "list_dir", "grep"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "{root}/outside/secret.txt",
+        "{root}/ws_evil/secret.txt",
+        "../ws_evil/secret.txt",
+        "/etc/passwd",
+    ],
+)
+def test_paths_outside_are_refused(
+    dirs: tuple[Path, Path], run: Run, tool: str, path: str
+) -> None:
+    _, root = dirs
+    path = path.format(root=root)
+    arguments: dict[str, Any] = {"path": path}
+    if tool == "write_file":
+        arguments["content"] = "pwned"
+    elif tool == "edit_file":
+        arguments.update(old_text="secret", new_text="pwned")
+    elif tool == "grep":
+        arguments["pattern"] = "secret"
+    result = run(tool, **arguments)
+    assert result.is_error
+    assert "outside the workspace" in result.content
+    assert "secret\n" not in result.content
+    assert (root / "outside" / "secret.txt").read_text() == "outside secret\n"
+    assert (root / "ws_evil" / "secret.txt").read_text() == "evil secret\n"
+
+
+def test_string_prefix_sibling_is_not_inside(dirs: tuple[Path, Path]) -> None:
+    ws, root = dirs
+    workspace = Workspace(ws)
+    assert str(root / "ws_evil").startswith(str(ws))  # the trap a prefix check falls into
+    assert not workspace.contains((root / "ws_evil").resolve())
+
+
+def test_absolute_path_inside_is_accepted(ws: Path, run: Run) -> None:
+    (ws / "a.txt").write_text("alpha\n")
+    result = run("read_file", path=str(ws / "a.txt"))
+    assert result == ToolResult("alpha\n")
+    written = run("write_file", path=str(ws / "b.txt"), content="x")
+    assert written == ToolResult("created b.txt (1 character, 1 byte)")
+
+
+def test_symlinked_file_leading_out_is_refused_for_read_edit_write(
+    dirs: tuple[Path, Path], run: Run
+) -> None:
+    ws, root = dirs
+    (ws / "link.txt").symlink_to(root / "outside" / "secret.txt")
+    for tool, extra in [
+        ("read_file", {}),
+        ("write_file", {"content": "pwned"}),
+        ("edit_file", {"old_text": "outside", "new_text": "pwned"}),
+        ("grep", {"pattern": "secret"}),
+    ]:
+        result = run(tool, path="link.txt", **extra)
+        assert result.is_error, tool
+        assert "outside the workspace" in result.content
+    assert (root / "outside" / "secret.txt").read_text() == "outside secret\n"
+
+
+def test_symlinked_folder_leading_out_is_refused_for_read_write_list(
+    dirs: tuple[Path, Path], run: Run
+) -> None:
+    ws, root = dirs
+    (ws / "out").symlink_to(root / "outside", target_is_directory=True)
+    assert run("read_file", path="out/secret.txt").is_error
+    result = run("write_file", path="out/new.txt", content="pwned")
+    assert result.is_error and "outside the workspace" in result.content
+    assert run("write_file", path="out/deeper/new.txt", content="pwned").is_error
+    assert not (root / "outside" / "new.txt").exists()
+    assert not (root / "outside" / "deeper").exists()
+    assert run("list_dir", path="out").is_error
+
+
+def test_dangling_symlink_leading_out_cannot_be_written_through(
+    dirs: tuple[Path, Path], run: Run
+) -> None:
+    ws, root = dirs
+    (ws / "dangling").symlink_to(root / "outside" / "created-by-write.txt")
+    result = run("write_file", path="dangling", content="pwned")
+    assert result.is_error
+    assert not (root / "outside" / "created-by-write.txt").exists()
+
+
+def test_list_and_grep_do_not_follow_symlinks_out(dirs: tuple[Path, Path], run: Run) -> None:
+    ws, root = dirs
+    (ws / "out").symlink_to(root / "outside", target_is_directory=True)
+    (ws / "out.txt").symlink_to(root / "outside" / "secret.txt")
+    (ws / "inside.txt").write_text("inside secret\n")
+    (ws / "alias.txt").symlink_to(ws / "inside.txt")
+    listing = run("list_dir", depth=3)
+    assert not listing.is_error
+    assert "out -> (symlink leading outside the workspace; not followed)" in listing.content
+    assert "out.txt -> (symlink leading outside the workspace; not followed)" in listing.content
+    assert "alias.txt -> inside.txt (symlink; not followed)" in listing.content
+    assert "out/secret.txt" not in listing.content
+    found = run("grep", pattern="secret")
+    assert "outside secret" not in found.content
+    assert "inside.txt:1: inside secret" in found.content
+    assert "alias.txt:1: inside secret" in found.content  # symlink inside the root: searched
+    assert "2 symlinks leading outside the workspace" in found.content
+
+
+def test_symlink_inside_the_root_is_followed_for_read_and_write(ws: Path, run: Run) -> None:
+    (ws / "real").mkdir()
+    (ws / "real" / "f.txt").write_text("one\n")
+    (ws / "alias").symlink_to(ws / "real", target_is_directory=True)
+    assert run("read_file", path="alias/f.txt").content == "one\n"
+    written = run("write_file", path="alias/g.txt", content="two")
+    assert written == ToolResult("created real/g.txt (3 characters, 3 bytes)")
+
+
+def test_nul_in_path_is_an_error_result(run: Run) -> None:
+    result = run("read_file", path="a\x00b")
+    assert result.is_error and "cannot resolve" in result.content
+
+
+# --- read_file --------------------------------------------------------------------------------------
+
+
+def test_read_file_offset_limit(ws: Path, run: Run) -> None:
+    (ws / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert run("read_file", path="n.txt", offset=3, limit=2).content == (
+        "line 3\nline 4\n\n[lines 3-4 of 10; continue with offset=5]"
+    )
+    assert run("read_file", path="n.txt", offset=9).content == "line 9\nline 10\n"
+    past = run("read_file", path="n.txt", offset=11)
+    assert past.is_error and "past the end" in past.content and "10 lines" in past.content
+    assert run("read_file", path="n.txt", offset=0).is_error
+
+
+def test_read_file_errors(ws: Path, run: Run) -> None:
+    (ws / "d").mkdir()
+    missing = run("read_file", path="nope.txt")
+    assert missing == ToolResult("file not found: nope.txt", is_error=True)
+    folder = run("read_file", path="d")
+    assert folder.is_error and "folder" in folder.content
+    (ws / "empty.txt").write_text("")
+    assert run("read_file", path="empty.txt") == ToolResult("(empty.txt is empty)")
+
+
+def test_read_binary_file_is_reported_not_dumped(ws: Path, run: Run) -> None:
+    (ws / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" + bytes(range(256)) * 10)
+    result = run("read_file", path="blob.bin")
+    assert result.is_error
+    assert result.content == "blob.bin is a binary file (2567 bytes); not shown"
+
+
+def test_read_invalid_utf8_is_replaced(ws: Path, run: Run) -> None:
+    (ws / "latin.txt").write_bytes(b"caf\xe9 ok\n")
+    assert run("read_file", path="latin.txt") == ToolResult("caf\ufffd ok\n")
+
+
+def test_read_file_cap_with_exact_count(ws: Path) -> None:
+    text = "".join(f"{i:05d}\n" for i in range(2000))  # 12000 characters
+    (ws / "big.txt").write_text(text)
+    result = tools_for(ws, max_output_chars=1000)["read_file"].execute({"path": "big.txt"}, None)
+    body, hint = result.content.rsplit("\n", 1)
+    assert "offset and limit" in hint
+    assert len(body) <= 1000
+    match = re.fullmatch(r"(.*)\n\[\.\.\. (\d+) characters left out \.\.\.\]\n(.*)", body, re.S)
+    assert match is not None
+    head, left_out, tail = match.group(1), int(match.group(2)), match.group(3)
+    assert text.startswith(head) and text.endswith(tail)
+    assert len(head) + left_out + len(tail) == len(text)
+
+
+# --- capping ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 999, 1000, 1001, 5000, 123_457])
+def test_cap_keeps_head_and_tail_with_exact_count(size: int) -> None:
+    text = "".join(chr(0x41 + i % 26) for i in range(size))
+    result = cap(text, 1000)
+    assert len(result) <= 1000
+    if size <= 1000:
+        assert result == text
+        return
+    match = re.fullmatch(r"(.*)\n\[\.\.\. (\d+) characters left out \.\.\.\]\n(.*)", result, re.S)
+    assert match is not None
+    head, left_out, tail = match.group(1), int(match.group(2)), match.group(3)
+    assert text.startswith(head) and text.endswith(tail)
+    assert len(head) + left_out + len(tail) == size
+    assert abs(len(head) - len(tail)) <= 1
+
+
+def test_output_buffer_bounded_memory_counts_chars_and_bytes() -> None:
+    buffer = OutputBuffer(100)
+    data = ("é" * 1000).encode()  # 2000 bytes, 1000 characters
+    for index in range(0, len(data), 7):
+        buffer.append(data[index : index + 7])
+    result = buffer.text(60)
+    match = re.fullmatch(
+        r"(é*)\n\[\.\.\. (\d+) characters and (\d+) bytes left out \.\.\.\]\n(é*)", result
+    )
+    assert match is not None, result
+    head, chars, dropped, tail = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
+    # kept ends are 100 bytes = 50 characters each; the middle 1800 bytes were never kept
+    assert len(head) + len(tail) + chars == 100
+    assert dropped == 1800
+
+
+def test_command_output_cap_with_exact_count(ws: Path) -> None:
+    tool = tools_for(ws, max_output_chars=500)["run_command"]
+    result = tool.execute({"command": "seq 1 3000"}, None)
+    expected = "".join(f"{i}\n" for i in range(1, 3001))
+    body, status = result.content.rsplit("\n", 1)
+    assert status == "exit code: 0"
+    match = re.fullmatch(r"(.*)\n\[\.\.\. (\d+) characters left out \.\.\.\]\n(.*)", body, re.S)
+    assert match is not None
+    head, left_out, tail = match.group(1), int(match.group(2)), match.group(3) + "\n"
+    assert expected.startswith(head) and expected.endswith(tail)
+    assert len(head) + left_out + len(tail) == len(expected)
+
+
+# --- write_file / edit_file -------------------------------------------------------------------------
+
+
+def test_write_file_creates_folders_and_overwrites(ws: Path, run: Run) -> None:
+    assert run("write_file", path="a/b/c.txt", content="héllo\n") == ToolResult(
+        "created a/b/c.txt (6 characters, 7 bytes)"
+    )
+    assert (ws / "a" / "b" / "c.txt").read_text() == "héllo\n"
+    assert run("write_file", path="a/b/c.txt", content="x").content.startswith("overwrote")
+    assert run("write_file", path="a", content="x").is_error
+    (ws / "file").write_text("")
+    not_folder = run("write_file", path="file/inner.txt", content="x")
+    assert not_folder.is_error and "cannot write" in not_folder.content
+
+
+def test_edit_file_exactly_once(ws: Path, run: Run) -> None:
+    (ws / "e.py").write_text("a = 1\nb = 2\nb = 2\n")
+    zero = run("edit_file", path="e.py", old_text="c = 3", new_text="c = 4")
+    assert zero.is_error and "occurs 0 times" in zero.content
+    two = run("edit_file", path="e.py", old_text="b = 2", new_text="b = 3")
+    assert two.is_error and "occurs 2 times" in two.content
+    assert (ws / "e.py").read_text() == "a = 1\nb = 2\nb = 2\n"
+    one = run("edit_file", path="e.py", old_text="b = 2\nb = 2", new_text="b = 3")
+    assert one == ToolResult("edited e.py: replaced 1 occurrence at line 2")
+    assert (ws / "e.py").read_text() == "a = 1\nb = 3\n"
+    assert run("edit_file", path="e.py", old_text="", new_text="x").is_error
+    assert run("edit_file", path="missing.py", old_text="a", new_text="b").is_error
+
+
+def test_edit_file_counts_overlapping_and_keeps_invalid_bytes(ws: Path, run: Run) -> None:
+    (ws / "o.txt").write_bytes(b"aaa \xff end\r\nnext\r\n")
+    overlapping = run("edit_file", path="o.txt", old_text="aa", new_text="b")
+    assert overlapping.is_error and "occurs 2 times" in overlapping.content
+    assert not run("edit_file", path="o.txt", old_text="end\nnext", new_text="fin\nnext").is_error
+    assert (ws / "o.txt").read_bytes() == b"aaa \xff fin\r\nnext\r\n"
+
+
+# --- list_dir / grep --------------------------------------------------------------------------------
+
+
+def test_list_dir_depth(ws: Path, run: Run) -> None:
+    (ws / "a" / "b" / "c").mkdir(parents=True)
+    (ws / "a" / "b" / "c" / "deep.txt").write_text("")
+    (ws / "a" / "one.txt").write_text("")
+    (ws / "top.txt").write_text("")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "HEAD").write_text("")
+    assert run("list_dir").content == ".git/\na/\ntop.txt"
+    assert run("list_dir", path=".", depth=2).content == ".git/\na/\na/b/\na/one.txt\ntop.txt"
+    assert run("list_dir", depth=4).content == (
+        ".git/\na/\na/b/\na/b/c/\na/b/c/deep.txt\na/one.txt\ntop.txt"
+    )
+    assert run("list_dir", path="a/b").content == "a/b/c/"
+    assert run("list_dir", path="top.txt").is_error
+    assert run("list_dir", path="nope").is_error
+    assert run("list_dir", depth=0).is_error
+    (ws / "empty").mkdir()
+    assert run("list_dir", path="empty").content == "(empty is empty)"
+
+
+def test_grep_results_and_glob(ws: Path, run: Run) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("def foo():\n    return 1\n")
+    (ws / "src" / "b.txt").write_text("foo bar\r\n")
+    (ws / "blob.bin").write_bytes(b"foo\x00")
+    result = run("grep", pattern=r"fo+")
+    assert result.content == (
+        "src/a.py:1: def foo():\nsrc/b.txt:1: foo bar\n[skipped: 1 binary files]"
+    )
+    assert run("grep", pattern="foo", glob="*.py").content == "src/a.py:1: def foo():"
+    assert run("grep", pattern="return", path="src/a.py").content == "src/a.py:2:     return 1"
+    none = run("grep", pattern="zzz")
+    assert not none.is_error and "no matches" in none.content
+
+
+def test_grep_bad_regex_and_missing_path(run: Run) -> None:
+    bad = run("grep", pattern="(unclosed")
+    assert bad.is_error and "invalid regular expression" in bad.content
+    assert run("grep", pattern="x", path="missing").is_error
+
+
+# --- run_command ------------------------------------------------------------------------------------
+
+
+def test_command_merges_output_in_order_and_reports_status(ws: Path, run: Run) -> None:
+    result = run("run_command", command="echo out; echo err >&2; echo out2; pwd; exit 3")
+    assert result == ToolResult(f"out\nerr\nout2\n{ws.resolve()}\nexit code: 3", is_error=True)
+    assert run("run_command", command="true") == ToolResult("exit code: 0")
+    assert run("run_command", command="cat").content == "exit code: 0"  # stdin is /dev/null
+    killed = run("run_command", command="kill -KILL $$")
+    assert killed.is_error and killed.content == "killed by signal SIGKILL"
+
+
+def test_command_non_utf8_bytes_are_replaced(run: Run) -> None:
+    literal = run("run_command", command="printf '\\xff\\xfe ok'")  # as written in the brief
+    assert not literal.is_error and "ok" in literal.content
+    octal = run("run_command", command="printf '\\377\\376 ok'")  # bytes 0xff 0xfe in any sh
+    assert octal == ToolResult("\ufffd\ufffd ok\nexit code: 0")
+
+
+def test_command_timeout_kills_a_group_that_ignores_sigterm(ws: Path) -> None:
+    started = time.monotonic()
+    outcome = run_shell(
+        "trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5
+    )
+    elapsed = time.monotonic() - started
+    print(f"timeout + grace took {elapsed:.3f} s")
+    assert outcome.stopped == "timeout"
+    assert outcome.returncode == -signal.SIGKILL
+    assert outcome.output.strip() == str(outcome.pgid)
+    assert 0.75 <= elapsed < 3.0  # 0.3 s timeout + 0.5 s grace before SIGKILL
+    assert not _group_alive(outcome.pgid)
+
+
+def test_command_timeout_note(run: Run) -> None:
+    result = run("run_command", command="echo before; sleep 30", timeout=0.2)
+    assert result == ToolResult("before\n[timed out after 0.2 s]", is_error=True)
+
+
+def test_command_cancel_from_another_thread(ws: Path, run: Run) -> None:
+    cancel = threading.Event()
+    set_at: list[float] = []
+    marker = ws / "started"
+
+    def canceller() -> None:
+        # Cancel once the command has reached its `sleep` (the marker file appears just before).
+        deadline = time.monotonic() + 5
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        set_at.append(time.monotonic())
+        cancel.set()
+
+    thread = threading.Thread(target=canceller)
+    thread.start()
+    result = run("run_command", cancel, command="echo $$; touch started; sleep 30")
+    returned_at = time.monotonic()
+    thread.join()
+    assert marker.exists()
+    latency = returned_at - set_at[0]
+    print(f"cancel latency: {latency * 1000:.1f} ms")
+    assert latency < 1.0
+    assert result.is_error
+    lines = result.content.splitlines()
+    assert lines[1:] == ["[cancelled]"]
+    assert group_gone(int(lines[0]))
+
+
+def test_cancel_already_set_does_not_run_long(ws: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    outcome = run_shell("sleep 30", ws, timeout=30, cancel=cancel)
+    assert outcome.stopped == "cancelled"
+    assert outcome.seconds < 1.0
+    assert not _group_alive(outcome.pgid)
+
+
+def test_background_child_does_not_hang_or_survive(run: Run) -> None:
+    started = time.monotonic()
+    result = run("run_command", command="echo $$; sleep 30 & echo started")
+    elapsed = time.monotonic() - started
+    print(f"background child command took {elapsed:.3f} s")
+    lines = result.content.splitlines()
+    assert lines[1:] == ["started", "exit code: 0"]
+    assert elapsed < 3.0
+    assert group_gone(int(lines[0]))
+
+
+def test_background_child_with_closed_output_is_stopped_too(run: Run) -> None:
+    result = run("run_command", command="echo $$; sleep 30 >/dev/null 2>&1 &")
+    assert not _group_alive(int(result.content.splitlines()[0]))
+
+
+def test_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> None:
+    assert run("run_command", command="echo hi", timeout=600) == ToolResult("hi\nexit code: 0")
+    tool = tools_for(ws)["run_command"]
+    assert tool.input_schema["properties"]["timeout"]["maximum"] == 600
+    result = tool.execute({"command": "echo hi", "timeout": 10_000}, None)
+    assert result == ToolResult("[timeout lowered to the maximum of 600 s]\nhi\nexit code: 0")
+    assert tool.execute({"command": "echo hi", "timeout": 0}, None).is_error
+
+
+def test_no_threads_outlive_a_command(run: Run) -> None:
+    before = threading.active_count()
+    run("run_command", command="sleep 30 & echo x")
+    assert threading.active_count() == before
+
+
+# --- the done-when test: an agent confined to its folder --------------------------------------------
+
+
+def test_agent_works_inside_the_folder_and_cannot_leave_it(dirs: tuple[Path, Path]) -> None:
+    ws, root = dirs
+    (ws / "notes.txt").write_text("todo: write tests\n")
+    secret = root / "outside" / "secret.txt"
+    turns = [
+        [ToolCall("1", "list_dir", {"path": ".", "depth": 2})],
+        [ToolCall("2", "read_file", {"path": "notes.txt"})],
+        [ToolCall("3", "grep", {"pattern": "todo", "glob": "*.txt"})],
+        [ToolCall("4", "edit_file", {"path": "notes.txt", "old_text": "todo", "new_text": "done"})],
+        [ToolCall("5", "run_command", {"command": "cat notes.txt && ls"})],
+        [
+            ToolCall("6", "read_file", {"path": "../outside/secret.txt"}),
+            ToolCall("7", "read_file", {"path": str(secret)}),
+            ToolCall("8", "write_file", {"path": "../outside/secret.txt", "content": "pwned"}),
+            ToolCall("9", "edit_file", {"path": str(secret), "old_text": "outside", "new_text": "x"}),
+            ToolCall("10", "list_dir", {"path": ".."}),
+            ToolCall("11", "grep", {"pattern": "secret", "path": "../ws_evil"}),
+        ],
+        ["All done."],
+    ]
+    client = ScriptedClient(turns)
+    result = run_agent(
+        client=client, system="work in the folder", tools=default_tools(ws), user="go",
+        max_turns=10,
+    )
+    assert result.stop_reason == "complete"
+    answers = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert answers["1"] == Message("tool", "notes.txt", tool_call_id="1")
+    assert answers["2"].content == "todo: write tests\n"
+    assert answers["3"].content == "notes.txt:1: todo: write tests"
+    assert answers["4"].content == "edited notes.txt: replaced 1 occurrence at line 1"
+    assert answers["5"].content == "done: write tests\nnotes.txt\nexit code: 0"
+    for call_id in ("6", "7", "8", "9", "10", "11"):
+        assert answers[call_id].is_error, call_id
+        assert "outside the workspace" in answers[call_id].content
+        assert "secret\n" not in answers[call_id].content
+    assert secret.read_text() == "outside secret\n"
+    assert (root / "ws_evil" / "secret.txt").read_text() == "evil secret\n"
+    assert (ws / "notes.txt").read_text() == "done: write tests\n"
+    assert result.messages[-1] == Message("assistant", "All done.")
