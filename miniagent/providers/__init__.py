@@ -1,0 +1,80 @@
+"""HTTP model clients: OpenAI-compatible chat completions and the Anthropic Messages API.
+
+Needs the ``http`` extra (``requests``); ``import miniagent`` alone never imports this package.
+
+- ``OpenAIChatClient(model, base_url="https://api.openai.com/v1", api_key=None)``
+- ``AnthropicClient(model, base_url="https://api.anthropic.com", api_key=None, max_tokens=4096)``
+- ``create_client(provider, model=None, base_url=None, api_key=None)``
+
+Both clients stream over server-sent events (one parser, ``miniagent.providers.sse``), retry
+transient failures before the first event, and stop within milliseconds when the request's
+cancel event is set.
+"""
+
+from __future__ import annotations
+
+from ..errors import ProviderError
+from ..model import ModelClient
+from .anthropic import AnthropicClient
+from .openai import OpenAIChatClient
+
+__all__ = [
+    "AnthropicClient",
+    "DEFAULT_MODELS",
+    "OpenAIChatClient",
+    "PROVIDERS",
+    "ProviderError",
+    "create_client",
+]
+
+PROVIDERS = ("local", "openai", "anthropic")
+"""The provider names ``create_client`` accepts."""
+
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+"""Model used when ``create_client`` gets no ``model`` (the local client picks its own)."""
+
+
+def create_client(
+    provider: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> ModelClient:
+    """Build the model client for ``provider``.
+
+    Args:
+        provider: ``"local"`` (the embedded llama.cpp server, extra ``local``), ``"openai"``
+            (any OpenAI-compatible server) or ``"anthropic"``; case-insensitive.
+        model: the model name; default ``DEFAULT_MODELS[provider]`` (local: its own default).
+        base_url: the API root; default the provider's public endpoint. Not used by ``local``.
+        api_key: the key; default from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
+
+    Returns:
+        An object with ``stream(request)`` (and ``close()``).
+
+    Raises:
+        ValueError: unknown provider name, or ``base_url``/``api_key`` given for ``local``.
+        ProviderError: no API key for a remote server.
+        ImportError: ``local`` without its extra installed.
+    """
+    name = provider.strip().lower()
+    if name == "local":
+        if base_url is not None or api_key is not None:
+            raise ValueError("the local provider takes no base_url or api_key")
+        from .local import create_local_client
+
+        client: ModelClient = create_local_client(model=model)
+        return client
+    if name == "openai":
+        return OpenAIChatClient(
+            model or DEFAULT_MODELS["openai"],
+            base_url or "https://api.openai.com/v1",
+            api_key,
+        )
+    if name == "anthropic":
+        return AnthropicClient(
+            model or DEFAULT_MODELS["anthropic"],
+            base_url or "https://api.anthropic.com",
+            api_key,
+        )
+    raise ValueError(f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}")

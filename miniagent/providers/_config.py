@@ -1,0 +1,109 @@
+"""Client settings shared by the providers: API keys, local servers, the transport."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from ..errors import ProviderError
+from ._http import Transport, new_session
+from ._retry import RetryPolicy
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_READ_TIMEOUT",
+    "is_local_url",
+    "make_transport",
+    "resolve_api_key",
+]
+
+DEFAULT_READ_TIMEOUT = 600.0
+"""Seconds of silence tolerated between two reads of a stream (also while waiting for headers)."""
+
+DEFAULT_CONNECT_TIMEOUT = 10.0
+"""Seconds allowed for the TCP (and TLS) connect."""
+
+USER_AGENT = "miniagent/0.1"
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` points at this machine (``localhost``, ``*.localhost``, loopback IPs)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_key(api_key: str | None, env_var: str, base_url: str, provider: str) -> str | None:
+    """The key to send: ``api_key``, else ``$env_var`` (only for non-local servers).
+
+    A local server (see ``is_local_url``) needs no key, and the environment key is not sent to
+    it (it is meant for the provider, not for whatever listens on localhost).
+
+    Raises:
+        ProviderError: no key for a non-local server (the text names the variable).
+    """
+    if api_key:
+        return api_key
+    if is_local_url(base_url):
+        return None
+    key = os.environ.get(env_var)
+    if key:
+        return key
+    raise ProviderError(f"no {provider} API key: pass api_key=... or set {env_var}")
+
+
+def make_transport(
+    provider: str,
+    *,
+    api_key: str | None,
+    timeout: float,
+    connect_timeout: float,
+    max_retries: int | None,
+    retry: RetryPolicy | None,
+) -> Transport:
+    """Build the transport of one client (its own ``requests.Session``).
+
+    Args:
+        provider: display name for error texts.
+        api_key: redacted from every error text.
+        timeout: read timeout, seconds.
+        connect_timeout: connect timeout, seconds.
+        max_retries: overrides ``retry.max_retries`` when given.
+        retry: the retry policy (default ``RetryPolicy()``).
+    """
+    policy = retry or RetryPolicy()
+    if max_retries is not None:
+        policy = RetryPolicy(
+            max_retries=max_retries,
+            backoff_base=policy.backoff_base,
+            backoff_max=policy.backoff_max,
+            max_retry_after=policy.max_retry_after,
+            wait=policy.wait,
+        )
+    return Transport(
+        provider,
+        new_session(),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        retry=policy,
+        secrets=(api_key,) if api_key else (),
+    )
+
+
+def base_headers(extra: Mapping[str, str] | None) -> dict[str, str]:
+    """Headers every streaming request carries, plus ``extra`` (which win)."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        "Accept-Encoding": "identity",  # no gzip: a decompressor may hold back small events
+        "User-Agent": USER_AGENT,
+    }
+    if extra:
+        headers.update(extra)
+    return headers

@@ -1,0 +1,152 @@
+"""Turning provider error answers into ``ProviderError``s without leaking secrets.
+
+Shapes understood (the error bodies the supported servers document):
+
+- OpenAI and compatible servers: ``{"error": {"message": ..., "type": ..., "code": ...}}``
+  (https://platform.openai.com/docs/guides/error-codes); llama.cpp and vLLM put an integer
+  HTTP status in ``code``; Ollama sends ``{"error": "text"}``.
+- Anthropic: ``{"type": "error", "error": {"type": "overloaded_error", "message": ...}}``
+  (https://docs.anthropic.com/en/api/errors), also as the data of an in-stream ``error`` event.
+- FastAPI-style servers: ``{"detail": ...}``; anything else: the start of the body text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import ProviderError
+
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "RETRYABLE_KINDS",
+    "RETRYABLE_STATUSES",
+    "error_details",
+    "in_stream_error",
+    "redact",
+    "truncate",
+]
+
+MAX_ERROR_CHARS = 500
+"""Longest provider message (characters) copied into an error text."""
+
+RETRYABLE_STATUSES = frozenset((408, 409, 429))
+"""HTTP statuses retried besides every 5xx (529 "overloaded" included)."""
+
+RETRYABLE_KINDS = frozenset(
+    (
+        "overloaded_error",
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        "api_error",
+        "server_error",
+        "timeout_error",
+        "internal_server_error",
+        "service_unavailable",
+        "unavailable_error",
+    )
+)
+"""Provider error types (Anthropic ``error.type``, OpenAI ``error.type``/``code``) worth a retry."""
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_API_KEY_FIELD = re.compile(r"(?i)((?:x-api-key|api[-_]key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
+_SPACES = re.compile(r"\s+")
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """Return ``text`` cut to at most ``limit`` characters (plus a marker when cut)."""
+    return text if len(text) <= limit else text[:limit] + " ...[truncated]"
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Remove credentials from ``text``.
+
+    Args:
+        text: any text that may echo request headers (error bodies, exception texts).
+        secrets: exact strings to hide (the API key); empty or ``None`` entries are skipped.
+
+    Returns:
+        ``text`` with every secret, ``Bearer`` token and ``x-api-key``/``authorization`` value
+        replaced by ``***``.
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _BEARER.sub(r"\1***", text)
+    return _API_KEY_FIELD.sub(r"\1***", text)
+
+
+def error_details(body: bytes) -> tuple[str, str | None]:
+    """Extract the provider's own message and error type from an error response body.
+
+    Args:
+        body: the (possibly cut) response body bytes.
+
+    Returns:
+        ``(message, kind)``: the message (whitespace collapsed, at most ``MAX_ERROR_CHARS``
+        characters, ``"(empty body)"`` when there is nothing) and the error type or ``None``.
+        Not redacted: callers pass the result through ``redact``.
+    """
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        message, kind = _from_json(data)
+        if message:
+            return truncate(_SPACES.sub(" ", message).strip()), kind
+    if "<" in text and ">" in text:
+        text = _TAGS.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip()
+    return truncate(text) if text else "(empty body)", None
+
+
+def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:
+    """Message and kind from a decoded JSON error body (see the module docstring)."""
+    err = data.get("error")
+    if isinstance(err, dict):
+        message = err.get("message")
+        kind = err.get("type")
+        if not isinstance(kind, str):
+            code = err.get("code")
+            kind = code if isinstance(code, str) else None
+        text = message if isinstance(message, str) else json.dumps(err, ensure_ascii=False)
+        return text, kind
+    if isinstance(err, str):
+        return err, None
+    for key in ("message", "detail"):
+        value = data.get(key)
+        if isinstance(value, str):
+            return value, None
+        if value is not None:
+            return json.dumps(value, ensure_ascii=False), None
+    return "", None
+
+
+def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()) -> ProviderError:
+    """Build the error for an error object received inside a 200 event stream.
+
+    Args:
+        provider: display name (``"Anthropic"``, ``"OpenAI"``).
+        data: the decoded event data: Anthropic ``{"type": "error", "error": {...}}`` or OpenAI
+            style ``{"error": {...}}``.
+        secrets: strings to redact from the message.
+
+    Returns:
+        A ``ProviderError`` (status ``None``) whose ``kind`` is the provider's error type and
+        ``retryable`` is true for overload, rate-limit and server-side kinds (or an integer
+        ``code`` that is a retryable HTTP status).
+    """
+    err = data.get("error") if isinstance(data, dict) else None
+    message, kind = _from_json(data) if isinstance(data, dict) else ("", None)
+    code = err.get("code") if isinstance(err, dict) else None
+    retryable = kind in RETRYABLE_KINDS or (
+        isinstance(code, int) and (code in RETRYABLE_STATUSES or code >= 500)
+    )
+    text = redact(truncate(_SPACES.sub(" ", message or "unknown error").strip()), secrets)
+    label = f" ({kind})" if kind else ""
+    return ProviderError(f"{provider} stream error{label}: {text}", retryable=retryable, kind=kind)

@@ -1,0 +1,358 @@
+"""Anthropic Messages API over SSE.
+
+Wire format: https://docs.anthropic.com/en/api/messages (request) and
+https://docs.anthropic.com/en/docs/build-with-claude/streaming (events ``message_start``,
+``content_block_start/delta/stop``, ``message_delta``, ``message_stop``, ``ping``, ``error``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ProviderError
+from ..messages import Message, ToolCall
+from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ._config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    base_headers,
+    make_transport,
+    resolve_api_key,
+)
+from ._decode import load_event_json, parse_tool_input
+from ._errors import in_stream_error
+from ._history import pair_tool_messages
+from ._retry import RetryPolicy
+from .sse import SSEEvent
+
+__all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
+
+PROVIDER = "Anthropic"
+API_VERSION = "2023-06-01"
+
+TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
+"""Text of the user message put first when the history does not start with a user message
+(after trimming or a resume): the Messages API requires the first message to be a user turn."""
+
+_BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class AnthropicClient:
+    """A ``ModelClient`` for ``POST {base_url}/v1/messages`` with ``stream: true``.
+
+    Args:
+        model: the model name sent as ``model``.
+        base_url: the API root, without ``/v1``.
+        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``. A server on
+            localhost/loopback needs none (and never gets the environment key).
+        max_tokens: the required output token limit (``max_tokens``).
+        timeout: read timeout in seconds (longest silence between reads), default 600.
+        connect_timeout: connect timeout in seconds, default 10.
+        max_retries: retries of a request that failed before its first event (default 3).
+        retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
+        temperature: sent when given.
+        extra_body: extra JSON fields merged into every request body.
+        headers: extra HTTP headers (e.g. ``anthropic-beta``).
+
+    Raises:
+        ProviderError: no API key for a non-local server.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "https://api.anthropic.com",
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        *,
+        timeout: float = DEFAULT_READ_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        temperature: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Configure the client; no connection is made until ``stream``."""
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.extra_body = dict(extra_body or {})
+        key = resolve_api_key(api_key, "ANTHROPIC_API_KEY", self.base_url, PROVIDER)
+        self._headers = base_headers({"anthropic-version": API_VERSION, **(headers or {})})
+        if key:
+            self._headers["x-api-key"] = key
+        self._transport = make_transport(
+            PROVIDER,
+            api_key=key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            retry=retry,
+        )
+
+    def __repr__(self) -> str:
+        """``AnthropicClient(model=..., base_url=...)``; never shows the key."""
+        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
+        """Stream one assistant turn for ``request``.
+
+        The request body is built at once (``request.messages`` is read here, not kept); the
+        HTTP request starts on the first ``next()``.
+
+        Returns:
+            A generator of ``TextEvent`` (each ``text_delta``), ``ToolCallEvent`` (each
+            ``tool_use`` block, at its ``content_block_stop``) and a final ``DoneEvent`` with the
+            ``stop_reason``. Ends quietly, possibly early, once ``request.cancel`` is set.
+
+        Raises:
+            ProviderError: see ``Transport.stream`` and ``map_messages_stream``.
+        """
+        body = build_messages_body(
+            self.model,
+            request.system,
+            request.messages,
+            request.tools,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            extra_body=self.extra_body,
+        )
+        return self._transport.stream(
+            f"{self.base_url}/v1/messages",
+            self._headers,
+            body,
+            request.cancel,
+            lambda events: map_messages_stream(events, secrets=self._transport.secrets),
+        )
+
+    def close(self) -> None:
+        """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
+        self._transport.session.close()
+
+
+def build_messages_body(
+    model: str,
+    system: str,
+    messages: Iterable[Message],
+    tools: Iterable[ToolSpec],
+    *,
+    max_tokens: int = 4096,
+    temperature: float | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a streaming Messages API request.
+
+    Shape: ``{"model", "max_tokens", "messages", "stream": true[, "system"][, "tools"]}``, tools
+    as ``{"name", "description", "input_schema"}``. The messages are made valid for the API
+    (see ``build_messages``).
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": build_messages(messages),
+        "stream": True,
+    }
+    if system:
+        body["system"] = system
+    specs = [
+        {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+        for spec in tools
+    ]
+    if specs:
+        body["tools"] = specs
+    if temperature is not None:
+        body["temperature"] = temperature
+    if extra_body:
+        body.update(extra_body)
+    return body
+
+
+def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Map the history to Messages API ``messages`` that the API accepts.
+
+    - tool calls and results are paired first (``pair_tool_messages``: dangling results
+      dropped, unanswered calls answered with an error result);
+    - assistant text and calls become ``text`` and ``tool_use`` blocks; empty text makes no block;
+    - tool results become ``tool_result`` blocks (``is_error`` when set) in a user message; the
+      results of one assistant message share one user message and come before any user text
+      that follows (consecutive same-role messages are merged);
+    - when the first message is not a user message, a user message ``TRIMMED_PLACEHOLDER``
+      is put first; an empty history becomes that single user message;
+    - a final assistant message loses trailing whitespace (the API rejects it in a prefill).
+
+    Returns:
+        A list of ``{"role": "user" | "assistant", "content": [block, ...]}``.
+    """
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in pair_tool_messages(messages):
+        if message.role == "user":
+            if message.content.strip():
+                add("user", [{"type": "text", "text": message.content}])
+        elif message.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.content.strip():
+                blocks.append({"type": "text", "text": message.content})
+            blocks.extend(
+                {"type": "tool_use", "id": _wire_id(c.id), "name": c.name, "input": c.input}
+                for c in message.tool_calls
+            )
+            add("assistant", blocks)
+        else:
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": _wire_id(message.tool_call_id or ""),
+            }
+            if message.content:
+                result["content"] = message.content
+            if message.is_error:
+                result["is_error"] = True
+            add("user", [result])
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": TRIMMED_PLACEHOLDER}]})
+    last = turns[-1]
+    if last["role"] == "assistant":
+        for block in last["content"]:
+            if block["type"] == "text":
+                block["text"] = block["text"].rstrip()
+        last["content"] = [b for b in last["content"] if b["type"] != "text" or b["text"]]
+        if not last["content"]:
+            turns.pop()
+    return turns
+
+
+def _wire_id(call_id: str) -> str:
+    """A tool id valid for the API (``^[a-zA-Z0-9_-]+$``), e.g. for ids from another provider."""
+    return _BAD_ID_CHARS.sub("_", call_id) or "call"
+
+
+@dataclass
+class _ToolBlock:
+    """A ``tool_use`` content block being streamed."""
+
+    id: str
+    name: str
+    initial: dict[str, Any]
+    parts: list[str] = field(default_factory=list)
+
+    def call(self) -> ToolCall:
+        """The finished call: ``input_json_delta`` text parsed; no deltas → the start ``input``."""
+        arguments = "".join(self.parts)
+        if not arguments.strip():
+            return ToolCall(self.id, self.name, dict(self.initial))
+        tool_input, error = parse_tool_input(arguments)
+        return ToolCall(self.id, self.name, tool_input, error)
+
+    def complete(self) -> bool:
+        """Whether the arguments are certainly whole: non-empty and a parseable JSON object."""
+        arguments = "".join(self.parts)
+        return bool(arguments.strip()) and parse_tool_input(arguments)[1] is None
+
+
+def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+    """Map Messages API stream events to model events.
+
+    Args:
+        events: the decoded SSE events of one response.
+        secrets: strings to redact from error texts.
+
+    Returns:
+        A generator: a ``TextEvent`` per non-empty ``text_delta``; a ``ToolCallEvent`` per
+        ``tool_use`` block at its ``content_block_stop`` when its JSON is a whole object (a call
+        with empty or broken JSON, and every call after it, waits for the ``stop_reason``, so a
+        call cut by ``max_tokens`` is never emitted); then ``DoneEvent(stop_reason)``. ``ping``,
+        ``thinking`` blocks and unknown event types are ignored. A cut after ``message_delta``
+        (stop reason known) but before ``message_stop`` counts as complete.
+
+    Raises:
+        ProviderError: an ``error`` event (``kind`` = its type; retryable for
+            ``overloaded_error``, ``rate_limit_error``, ``api_error``); data that is not JSON;
+            ``stop_reason: "max_tokens"`` while a tool call is cut; the stream ended before a
+            stop reason (retryable).
+    """
+    blocks: dict[int, _ToolBlock] = {}
+    held: list[_ToolBlock] = []
+    stop_reason: str | None = None
+    stopped = False
+    for event in events:
+        if event.event == "ping":
+            continue
+        data = load_event_json(event, PROVIDER)
+        if not isinstance(data, dict):
+            continue
+        kind = data.get("type") or event.event
+        if kind == "content_block_delta":
+            delta = data.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            delta_type = delta.get("type")
+            if delta_type == "text_delta":
+                text = delta.get("text")
+                if text and isinstance(text, str):
+                    yield TextEvent(text)
+            elif delta_type == "input_json_delta":
+                block = blocks.get(data.get("index", -1))
+                piece = delta.get("partial_json")
+                if block is not None and isinstance(piece, str):
+                    block.parts.append(piece)
+        elif kind == "content_block_start":
+            start = data.get("content_block")
+            if not isinstance(start, dict):
+                continue
+            if start.get("type") == "tool_use":
+                initial = start.get("input")
+                blocks[data.get("index", -1)] = _ToolBlock(
+                    str(start.get("id") or ""),
+                    str(start.get("name") or ""),
+                    initial if isinstance(initial, dict) else {},
+                )
+            elif start.get("type") == "text":
+                text = start.get("text")
+                if text and isinstance(text, str):
+                    yield TextEvent(text)
+        elif kind == "content_block_stop":
+            block = blocks.pop(data.get("index", -1), None)
+            if block is not None:
+                if held or not block.complete():
+                    held.append(block)
+                else:
+                    yield ToolCallEvent(block.call())
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+            if reason and isinstance(reason, str):
+                stop_reason = reason
+        elif kind == "message_stop":
+            stopped = True
+            break
+        elif kind == "error":
+            raise in_stream_error(PROVIDER, data, secrets)
+    if not stopped and stop_reason is None:
+        raise ProviderError(
+            f"{PROVIDER} stream ended before the message was complete (no message_stop)",
+            retryable=True,
+        )
+    pending = held + [blocks[i] for i in sorted(blocks)]
+    if stop_reason == "max_tokens" and pending:
+        raise ProviderError(
+            f"{PROVIDER} output token limit reached (stop_reason 'max_tokens') while the model "
+            f"was writing tool call {pending[0].name or '?'!r}; the call was dropped. "
+            "Raise max_tokens or ask for shorter arguments.",
+            kind="max_tokens",
+        )
+    for block in pending:
+        yield ToolCallEvent(block.call())
+    yield DoneEvent(stop_reason)

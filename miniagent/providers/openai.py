@@ -1,0 +1,344 @@
+"""OpenAI chat completions (and compatible servers: llama.cpp, Ollama, vLLM) over SSE.
+
+Wire format: https://platform.openai.com/docs/api-reference/chat/create (request) and
+https://platform.openai.com/docs/api-reference/chat-streaming (``chat.completion.chunk``
+events, ``data: [DONE]`` at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ProviderError
+from ..messages import Message, ToolCall
+from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ._config import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    base_headers,
+    make_transport,
+    resolve_api_key,
+)
+from ._decode import load_event_json, parse_tool_input
+from ._errors import in_stream_error
+from ._history import pair_tool_messages
+from ._retry import RetryPolicy
+from .sse import SSEEvent
+
+__all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
+
+PROVIDER = "OpenAI"
+
+
+class OpenAIChatClient:
+    """A ``ModelClient`` for ``POST {base_url}/chat/completions`` with ``stream: true``.
+
+    Args:
+        model: the model name sent as ``model``.
+        base_url: the API root including ``/v1`` (e.g. ``http://127.0.0.1:8080/v1``).
+        api_key: sent as ``Authorization: Bearer``; default ``$OPENAI_API_KEY``. A server on
+            localhost/loopback needs none (and never gets the environment key).
+        timeout: read timeout in seconds (longest silence between reads), default 600.
+        connect_timeout: connect timeout in seconds, default 10.
+        max_retries: retries of a request that failed before its first event (default 3).
+        retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
+        temperature: sent when given.
+        max_tokens: sent as ``max_tokens`` when given (output token limit).
+        extra_body: extra JSON fields merged into every request body.
+        headers: extra HTTP headers.
+
+    Raises:
+        ProviderError: no API key for a non-local server.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_READ_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Configure the client; no connection is made until ``stream``."""
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        key = resolve_api_key(api_key, "OPENAI_API_KEY", self.base_url, PROVIDER)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_body = dict(extra_body or {})
+        self._headers = base_headers(headers)
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._transport = make_transport(
+            PROVIDER,
+            api_key=key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            retry=retry,
+        )
+
+    def __repr__(self) -> str:
+        """``OpenAIChatClient(model=..., base_url=...)``; never shows the key."""
+        return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
+        """Stream one assistant turn for ``request``.
+
+        The request body is built at once (``request.messages`` is read here, not kept); the
+        HTTP request starts on the first ``next()``.
+
+        Returns:
+            A generator of ``TextEvent`` (each ``delta.content``), ``ToolCallEvent`` (each call
+            once its arguments are complete, at ``finish_reason``) and a final ``DoneEvent``
+            with the ``finish_reason``. Ends quietly, possibly early, once ``request.cancel``
+            is set.
+
+        Raises:
+            ProviderError: see ``Transport.stream`` and ``map_chat_stream``.
+        """
+        body = build_chat_body(
+            self.model,
+            request.system,
+            request.messages,
+            request.tools,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            extra_body=self.extra_body,
+        )
+        return self._transport.stream(
+            f"{self.base_url}/chat/completions",
+            self._headers,
+            body,
+            request.cancel,
+            lambda events: map_chat_stream(events, secrets=self._transport.secrets),
+        )
+
+    def close(self) -> None:
+        """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
+        self._transport.session.close()
+
+
+def build_chat_body(
+    model: str,
+    system: str,
+    messages: Iterable[Message],
+    tools: Iterable[ToolSpec],
+    *,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a streaming chat completions request.
+
+    Shape: ``{"model", "messages", "stream": true[, "tools"][, "temperature"][, "max_tokens"]}``
+    with ``messages`` = optional ``{"role": "system"}`` first, then ``user`` messages,
+    ``assistant`` messages (``content`` null when only calls, ``tool_calls`` of
+    ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``) and ``tool``
+    messages (``tool_call_id``, ``content``). Tool calls and results are paired first
+    (``pair_tool_messages``), so a trimmed history is still accepted.
+    """
+    wire: list[dict[str, Any]] = []
+    if system:
+        wire.append({"role": "system", "content": system})
+    for message in pair_tool_messages(messages):
+        if message.role == "user":
+            wire.append({"role": "user", "content": message.content})
+        elif message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                item["tool_calls"] = [_wire_call(call) for call in message.tool_calls]
+            wire.append(item)
+        else:
+            wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+    body: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
+    specs = [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.input_schema,
+            },
+        }
+        for spec in tools
+    ]
+    if specs:
+        body["tools"] = specs
+    if temperature is not None:
+        body["temperature"] = temperature
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if extra_body:
+        body.update(extra_body)
+    return body
+
+
+def _wire_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.input, ensure_ascii=False),
+        },
+    }
+
+
+@dataclass
+class _PendingCall:
+    """A tool call being assembled from ``delta.tool_calls`` fragments."""
+
+    ordinal: int
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+
+class _Calls:
+    """Tool-call fragments accumulated by ``index`` (OpenAI streaming tool calls)."""
+
+    def __init__(self) -> None:
+        self.by_index: dict[int, _PendingCall] = {}
+        self.replaced: list[_PendingCall] = []  # older calls whose index got a new id
+        self.stream_tag = uuid.uuid4().hex[:16]
+        self.count = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.by_index or self.replaced)
+
+    def add(self, fragment: Any) -> None:
+        """Merge one element of ``delta.tool_calls``."""
+        if not isinstance(fragment, dict):
+            return
+        call_id = fragment.get("id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        index = fragment.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = self._guess_index(call_id)
+        current = self.by_index.get(index)
+        if current is not None and call_id and current.id and call_id != current.id:
+            self.replaced.append(current)  # a new id on a used index: a new call
+            current = None
+        if current is None:
+            current = self.by_index[index] = _PendingCall(self.count)
+            self.count += 1
+        if call_id and not current.id:
+            current.id = call_id
+        function = fragment.get("function")
+        if isinstance(function, dict):
+            name = function.get("name")
+            if isinstance(name, str) and name and not current.name:
+                current.name = name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                current.parts.append(arguments)
+            elif isinstance(arguments, dict):  # some servers send an object, not JSON text
+                current.parts.append(json.dumps(arguments, ensure_ascii=False))
+
+    def _guess_index(self, call_id: str) -> int:
+        """Index for a fragment without one: a new id starts a call, else the last call."""
+        if not self.by_index:
+            return 0
+        last = max(self.by_index)
+        if call_id and call_id != self.by_index[last].id:
+            return last + 1
+        return last
+
+    def take(self, finish_reason: str | None) -> list[ToolCall]:
+        """Finish every pending call, in order, and forget them.
+
+        Raises:
+            ProviderError: ``finish_reason == "length"`` and a call's arguments are cut (empty or
+                not valid JSON): a truncated call must never run.
+        """
+        pending = self.replaced + [self.by_index[i] for i in sorted(self.by_index)]
+        self.replaced = []
+        self.by_index = {}
+        calls: list[ToolCall] = []
+        for item in pending:
+            arguments = "".join(item.parts)
+            tool_input, error = parse_tool_input(arguments)
+            if finish_reason == "length" and (error is not None or not arguments.strip()):
+                raise ProviderError(
+                    f"{PROVIDER} output token limit reached (finish_reason 'length') while the "
+                    f"model was writing tool call {item.name or '?'!r}; the call was dropped. "
+                    "Raise max_tokens or ask for shorter arguments.",
+                    kind="max_tokens",
+                )
+            call_id = item.id or f"call_{self.stream_tag}_{item.ordinal}"
+            calls.append(ToolCall(call_id, item.name, tool_input, error))
+        return calls
+
+
+def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+    """Map chat-completion chunk events to model events.
+
+    Args:
+        events: the decoded SSE events of one response.
+        secrets: strings to redact from error texts.
+
+    Returns:
+        A generator: a ``TextEvent`` per non-empty ``delta.content`` of choice 0; the tool calls
+        (accumulated by ``index``; id and name may come only in the first fragment, the whole
+        call in one chunk, arguments missing or ``""``) as ``ToolCallEvent``s when a
+        ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; then one
+        ``DoneEvent(finish_reason)``. Chunks with empty ``choices`` (usage) are skipped; a
+        missing ``[DONE]`` after a ``finish_reason`` is fine.
+
+    Raises:
+        ProviderError: an ``{"error": ...}`` chunk (retryable for server/rate-limit kinds); data
+            that is not JSON; ``finish_reason: "length"`` while a call is cut; the stream ended
+            with neither ``finish_reason`` nor ``[DONE]`` (retryable).
+    """
+    calls = _Calls()
+    finish_reason: str | None = None
+    done = False
+    for event in events:
+        data = event.data
+        if not data:
+            continue
+        if data == "[DONE]" or data.strip() == "[DONE]":
+            done = True
+            break
+        chunk = load_event_json(event, PROVIDER)
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error") or event.event == "error":
+            raise in_stream_error(PROVIDER, chunk, secrets)
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                text = delta.get("content")
+                if text and isinstance(text, str):
+                    yield TextEvent(text)
+                fragments = delta.get("tool_calls")
+                if fragments and isinstance(fragments, list):
+                    for fragment in fragments:
+                        calls.add(fragment)
+            reason = choice.get("finish_reason")
+            if reason and isinstance(reason, str):
+                finish_reason = reason
+                for call in calls.take(reason):
+                    yield ToolCallEvent(call)
+    if not done and finish_reason is None:
+        raise ProviderError(
+            f"{PROVIDER} stream ended before the response was complete (no finish_reason and no [DONE])",
+            retryable=True,
+        )
+    for call in calls.take(finish_reason):
+        yield ToolCallEvent(call)
+    yield DoneEvent(finish_reason)
