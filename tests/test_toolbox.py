@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from miniagent import Message, ToolCall, ToolResult, run_agent
-from miniagent.testing import ScriptedClient
+from miniagent.testing import ScriptedClient, Turn
 from miniagent.toolbox import Workspace, cap, default_tools, run_shell
 from miniagent.toolbox.output import OutputBuffer
 from miniagent.toolbox.shell import _group_alive
@@ -520,7 +520,7 @@ def test_agent_works_inside_the_folder_and_cannot_leave_it(dirs: tuple[Path, Pat
     ws, root = dirs
     (ws / "notes.txt").write_text("todo: write tests\n")
     secret = root / "outside" / "secret.txt"
-    turns = [
+    turns: list[Turn] = [
         [ToolCall("1", "list_dir", {"path": ".", "depth": 2})],
         [ToolCall("2", "read_file", {"path": "notes.txt"})],
         [ToolCall("3", "grep", {"pattern": "todo", "glob": "*.txt"})],
