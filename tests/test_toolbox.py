@@ -556,3 +556,30 @@ def test_agent_works_inside_the_folder_and_cannot_leave_it(dirs: tuple[Path, Pat
     assert (root / "ws_evil" / "secret.txt").read_text() == "evil secret\n"
     assert (ws / "notes.txt").read_text() == "done: write tests\n"
     assert result.messages[-1] == Message("assistant", "All done.")
+
+
+def test_fifo_is_not_read_and_does_not_hang_grep(ws: Path, run: Run) -> None:
+    os.mkfifo(ws / "pipe")
+    (ws / "a.txt").write_text("needle\n")
+    result = run("read_file", path="pipe")
+    assert result == ToolResult("pipe is not a regular file", is_error=True)
+    found = run("grep", pattern="needle")
+    assert found.content == "a.txt:1: needle\n[skipped: 1 special files (not regular)]"
+
+
+def test_output_buffer_is_exact_when_everything_was_kept() -> None:
+    buffer = OutputBuffer(100)
+    buffer.append(b"x" * 250)  # more than one end, less than both: nothing dropped
+    assert buffer.text(1000) == "x" * 250
+
+
+def test_large_command_output_is_fast_and_bounded(ws: Path) -> None:
+    tool = tools_for(ws, max_output_chars=1000)["run_command"]
+    started = time.monotonic()
+    result = tool.execute({"command": "head -c 50000000 /dev/zero | tr '\\0' a"}, None)
+    elapsed = time.monotonic() - started
+    print(f"50 MB of output took {elapsed:.2f} s")
+    assert len(result.content) < 1100
+    assert result.content.startswith("aaaa")
+    assert "bytes left out" in result.content
+    assert result.content.endswith("a\nexit code: 0")

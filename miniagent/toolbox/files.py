@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,15 @@ def _error(text: str) -> ToolResult:
     return ToolResult(text, is_error=True)
 
 
+def guarded(function: Callable[[], ToolResult]) -> ToolResult:
+    """Run ``function``; an ``OSError`` it raises (permission denied, ...) becomes an error result."""
+    try:
+        return function()
+    except OSError as error:
+        where = f": {error.filename}" if error.filename else ""
+        return _error(f"{error.strerror or error}{where}")
+
+
 def _os_error(action: str, shown: str, error: OSError) -> ToolResult:
     reason = error.strerror or str(error)
     return _error(f"cannot {action} {shown}: {reason}")
@@ -62,9 +72,11 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, bytes] |
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder, not a file (use list_dir)")
-    if not resolved.exists():
-        return _error(f"file not found: {shown}")
     try:
+        if not resolved.exists():
+            return _error(f"file not found: {shown}")
+        if not resolved.is_file():
+            return _error(f"{shown} is not a regular file")
         return resolved, resolved.read_bytes()
     except OSError as error:
         return _os_error("read", shown, error)
@@ -121,7 +133,7 @@ def read_file_tool(workspace: Workspace, max_chars: int) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _read_file(workspace, max_chars, arguments)
+        return guarded(lambda: _read_file(workspace, max_chars, arguments))
 
     return Tool(
         name="read_file",
@@ -191,7 +203,7 @@ def write_file_tool(workspace: Workspace) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _write_file(workspace, arguments)
+        return guarded(lambda: _write_file(workspace, arguments))
 
     return Tool(
         name="write_file",
@@ -285,7 +297,7 @@ def edit_file_tool(workspace: Workspace) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _edit_file(workspace, arguments)
+        return guarded(lambda: _edit_file(workspace, arguments))
 
     return Tool(
         name="edit_file",
@@ -404,7 +416,7 @@ def list_dir_tool(workspace: Workspace, max_chars: int) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _list_dir(workspace, max_chars, arguments, cancel)
+        return guarded(lambda: _list_dir(workspace, max_chars, arguments, cancel))
 
     return Tool(
         name="list_dir",

@@ -100,11 +100,10 @@ class OutputBuffer:
         When the stream was longer than the kept bytes, the note counts the characters left out
         of the kept ends plus the bytes in the middle that were never kept.
         """
+        if len(self._head) + len(self._tail) == self.total_bytes:
+            return cap(decode(bytes(self._head + self._tail)), max_chars)
         if len(self._tail) > self._keep:
             del self._tail[: len(self._tail) - self._keep]
-        kept = len(self._head) + len(self._tail)
-        if kept == self.total_bytes:
-            return cap(decode(bytes(self._head + self._tail)), max_chars)
         # Middle dropped: decode each end without splitting a UTF-8 sequence at the cut.
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         head_text = decoder.decode(bytes(self._head), final=False)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 import threading
 from pathlib import Path
 from typing import Any
 
 from ..tools import Tool, ToolResult
+from .files import guarded
 from .output import cap, decode, is_binary
 from .paths import OutsideWorkspaceError, Workspace
 
@@ -49,7 +51,11 @@ class _Search:
     def search_file(self, path: Path) -> None:
         shown = self.workspace.display(path)
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                self.skip("special files (not regular)")
+                return
+            if info.st_size > MAX_FILE_BYTES:
                 self.skip("files larger than 20 MB")
                 return
             data = path.read_bytes()
@@ -155,7 +161,7 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _grep(workspace, max_chars, arguments, cancel)
+        return guarded(lambda: _grep(workspace, max_chars, arguments, cancel))
 
     return Tool(
         name="grep",
