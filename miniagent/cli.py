@@ -589,7 +589,7 @@ def _configure_logging(debug: bool) -> None:
 def _command_run(options: _Options, prompt: str) -> int:
     _configure_logging(options.debug)
     if prompt == "-":
-        prompt = sys.stdin.read()
+        prompt = sys.stdin.read().rstrip("\r\n")
     if not prompt.strip():
         raise _Usage("the prompt is empty")
     agent = _Agent(options, chat=False)
