@@ -14,7 +14,8 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 - Writers hold an exclusive ``flock`` on the file. A second writer does not wait: it fails at
   once with ``SessionError`` naming the file. ``run_agent`` holds the lock for the whole run.
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
-  by an ``fsync`` of its folder, so a committed message survives power loss.
+  by an ``fsync`` of its folder (and of the parent of each folder created for it), so a committed
+  message survives power loss.
 """
 
 from __future__ import annotations
@@ -223,6 +224,11 @@ class SessionFile:
 
     def _create(self) -> None:
         folder = Path(self.path).parent
+        created = []  # the folders mkdir is about to create, deepest first
+        missing = folder
+        while not missing.exists() and missing.parent != missing:
+            created.append(missing)
+            missing = missing.parent
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._lock(fd)
@@ -230,11 +236,13 @@ class SessionFile:
             self.close()
             raise SessionError(self.path, "session file was created by another run meanwhile")
         if self.fsync:
-            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            # The new file's entry lives in its folder, and each new folder's entry in its parent.
+            for entry_folder in [folder, *(new.parent for new in created)]:
+                dir_fd = os.open(entry_folder, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
 
     def _rollback(self, fd: int) -> None:
         with contextlib.suppress(OSError):
