@@ -88,16 +88,21 @@ answers short and concrete. When you are done, answer in plain text without call
 # --- pure helpers (tested directly) -----------------------------------------------------------
 
 
-def resolve_provider(provider: str | None, environ: Mapping[str, str] | None = None) -> str:
+def resolve_provider(
+    provider: str | None, environ: Mapping[str, str] | None = None, *, base_url: str | None = None
+) -> str:
     """Choose the provider: the given one, else by the API keys present, else ``local``.
 
     Args:
         provider: ``--provider`` or ``MINIAGENT_PROVIDER`` (``None`` or empty: not chosen).
         environ: the environment (default ``os.environ``).
+        base_url: ``--base-url`` / ``MINIAGENT_BASE_URL``; with no provider and no key it means
+            an OpenAI-compatible server that needs no key (Ollama, llama.cpp, vLLM).
 
     Returns:
         ``provider`` when set; otherwise ``"anthropic"`` if ``ANTHROPIC_API_KEY`` is set, else
-        ``"openai"`` if ``OPENAI_API_KEY`` is set, else ``"local"`` (the embedded model).
+        ``"openai"`` if ``OPENAI_API_KEY`` is set or ``base_url`` is given, else ``"local"`` (the
+        embedded model).
 
     Raises:
         ValueError: ``provider`` is not one of ``local``, ``openai``, ``anthropic``.
@@ -109,7 +114,7 @@ def resolve_provider(provider: str | None, environ: Mapping[str, str] | None = N
         return provider
     if env.get("ANTHROPIC_API_KEY"):
         return "anthropic"
-    if env.get("OPENAI_API_KEY"):
+    if env.get("OPENAI_API_KEY") or base_url:
         return "openai"
     return "local"
 
@@ -475,7 +480,7 @@ class _Agent:
         else:
             self.policy = ask_on_terminal(self.tools)
         self.system = self.options.system or default_system_prompt(workspace, self.tools)
-        provider = resolve_provider(self.options.provider)
+        provider = resolve_provider(self.options.provider, base_url=self.options.base_url)
         if provider == "local" and not self.options.json:
             self.spinner.show("starting the local model")
         try:
@@ -586,8 +591,14 @@ def _configure_logging(debug: bool) -> None:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="miniagent: %(name)s: %(message)s")
 
 
+def _check_options(options: _Options) -> None:
+    if options.base_url and resolve_provider(options.provider, base_url=options.base_url) == "local":
+        raise _Usage("--base-url does not apply to the local provider")
+
+
 def _command_run(options: _Options, prompt: str) -> int:
     _configure_logging(options.debug)
+    _check_options(options)
     if prompt == "-":
         prompt = sys.stdin.read().rstrip("\r\n")
     if not prompt.strip():
@@ -619,6 +630,7 @@ def _read_line(prompt: str, interactive: bool) -> str | None:
 
 def _command_chat(options: _Options) -> int:
     _configure_logging(options.debug)
+    _check_options(options)
     if options.session is None:
         options.session = default_session_path()
         sys.stderr.write(f"miniagent: session {options.session} (resume with --session {options.session})\n")

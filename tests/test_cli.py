@@ -80,6 +80,7 @@ def test_resolve_provider_prefers_explicit_then_keys_then_local() -> None:
     assert resolve_provider(None, {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"}) == "anthropic"
     assert resolve_provider(None, {"OPENAI_API_KEY": "o"}) == "openai"
     assert resolve_provider("", {}) == "local"
+    assert resolve_provider(None, {}, base_url="http://127.0.0.1:11434/v1") == "openai"
     with pytest.raises(ValueError, match="unknown provider"):
         resolve_provider("gemini", {})
 
@@ -112,6 +113,7 @@ def test_default_session_path_is_under_xdg_state_and_new(tmp_path: Path) -> None
         ["run", "--provider", "gemini", "x"],
         ["run", "--approve", "maybe", "x"],
         ["run", "--max-turns", "0", "x"],
+        ["run", "--provider", "local", "--base-url", "http://127.0.0.1:1/v1", "x"],
         ["chat", "--workspace", "/no/such/folder"],
     ],
 )
@@ -119,7 +121,7 @@ def test_usage_errors_exit_64_in_process(argv: list[str], capsys: pytest.Capture
     assert run_cli(argv) == EXIT_USAGE
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "Usage:" in captured.err or "Error" in captured.err
+    assert "Usage:" in captured.err or "error" in captured.err.lower()
 
 
 # --- startup -----------------------------------------------------------------------------------
