@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -299,3 +300,21 @@ def test_ping_only_then_close_is_premature() -> None:
     with pytest.raises(ProviderError, match="before the message was complete") as info:
         stream_body([body])
     assert info.value.retryable
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_cut_anywhere(name: str) -> None:
+    """Cuts inside lines (sampled offsets): a retryable ProviderError or the whole turn."""
+    body = fixture(name)
+    offsets = sorted(random.Random(name).sample(range(len(body)), 40))
+    with ProviderServer(handler=lambda got: Reply([body[: int(got.headers["X-Cut"])]])) as server:
+        for cut in offsets:
+            c = client(server, headers={"X-Cut": str(cut)})
+            try:
+                outcome = run(c.stream(request()))
+            except ProviderError as err:
+                assert err.retryable, (cut, err)
+                continue
+            finally:
+                c.close()
+            check(outcome, name)

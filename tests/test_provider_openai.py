@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -437,3 +438,21 @@ def test_no_tools_key_when_no_tools_and_local_server_needs_no_key(monkeypatch: p
         captured = server.requests[0]
     assert "tools" not in captured.body
     assert "Authorization" not in captured.headers  # the env key is not sent to localhost
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_cut_anywhere(name: str) -> None:
+    """Cuts inside lines (sampled offsets): a retryable ProviderError or the whole turn."""
+    body = fixture(name)
+    offsets = sorted(random.Random(name).sample(range(len(body)), 40))
+    with ProviderServer(handler=lambda got: Reply([body[: int(got.headers["X-Cut"])]])) as server:
+        for cut in offsets:
+            c = client(server, headers={"X-Cut": str(cut)})
+            try:
+                outcome = run(c.stream(request()))
+            except ProviderError as err:
+                assert err.retryable, (cut, err)
+                continue
+            finally:
+                c.close()
+            check(outcome, name)

@@ -19,13 +19,15 @@ def load_event_json(event: SSEEvent, provider: str) -> Any:
 
     Raises:
         ProviderError: the data is not valid JSON (the text names the JSON problem and shows the
-            start of the data); not retryable.
+            start of the data). Marked retryable: in practice this is a stream cut or garbled
+            in transit (e.g. the connection closed mid-line), which a new request may fix.
     """
     try:
         return _loads(event.data)
     except ValueError as exc:
         raise ProviderError(
-            f"{provider} sent an event whose data is not valid JSON ({exc}): {truncate(event.data, 120)!r}"
+            f"{provider} sent an event whose data is not valid JSON ({exc}): {truncate(event.data, 120)!r}",
+            retryable=True,
         ) from None
 
 
