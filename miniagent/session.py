@@ -25,7 +25,6 @@ import errno
 import fcntl
 import json
 import os
-from pathlib import Path
 from types import TracebackType
 from typing import Union
 
@@ -104,7 +103,8 @@ def load_session(path: PathLike) -> list[Message]:
         OSError: the file exists but cannot be read.
     """
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            data = stream.read()
     except FileNotFoundError:
         return []
     return _parse(path, data)[0]
@@ -223,6 +223,8 @@ class SessionFile:
         self._fd = fd
 
     def _create(self) -> None:
+        from pathlib import Path  # here, not at the top: pathlib costs ms on every `import miniagent`
+
         folder = Path(self.path).parent
         created = []  # the folders mkdir is about to create, deepest first
         missing = folder

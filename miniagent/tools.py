@@ -94,6 +94,18 @@ def _json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _accept(value: Any) -> bool:
+    return True
+
+
+def _type_matches(expected: Any, value: Any) -> bool:
+    """Whether ``value`` has the JSON type ``expected`` (a name or a list of names; an unknown
+    name accepts anything). Runs once per call per schema node: kept free of allocations."""
+    if isinstance(expected, list):
+        return any(_JSON_TYPES.get(name, _accept)(value) for name in expected)
+    return _JSON_TYPES.get(expected, _accept)(value)
+
+
 def check_input(schema: dict[str, Any], value: Any, where: str = "input") -> str | None:
     """Check ``value`` against the subset of JSON Schema that tool schemas use.
 
@@ -106,10 +118,9 @@ def check_input(schema: dict[str, Any], value: Any, where: str = "input") -> str
         ``input.path: expected string, got integer``.
     """
     expected = schema.get("type")
-    if expected is not None:
+    if expected is not None and not _type_matches(expected, value):
         names = expected if isinstance(expected, list) else [expected]
-        if not any(_JSON_TYPES.get(n, lambda v: True)(value) for n in names):
-            return f"{where}: expected {' or '.join(names)}, got {_json_type_name(value)}"
+        return f"{where}: expected {' or '.join(names)}, got {_json_type_name(value)}"
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(json.dumps(c) for c in schema["enum"])
         return f"{where}: {json.dumps(value)} is not one of {choices}"
@@ -167,8 +178,8 @@ def _schema_for(annotation: Any) -> tuple[dict[str, Any], bool]:
     raise TypeError(f"@tool cannot describe the type {annotation!r} in JSON Schema")
 
 
-_SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
-_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_SECTION = r"^([A-Z][A-Za-z ]*):\s*$"
+_ARG_LINE = r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$"
 _ARGS_SECTIONS = frozenset(("Args", "Arguments", "Parameters"))
 
 
@@ -182,8 +193,10 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     section: str | None = None
     current: str | None = None
     arg_indent = 0
+    # re.match caches the compiled patterns; compiling them at import would cost every
+    # ``import miniagent``, not only programs that use @tool.
     for line in inspect.cleandoc(doc).splitlines():
-        header = _SECTION.match(line)
+        header = re.match(_SECTION, line)
         if header:
             section, current = header.group(1), None
             continue
@@ -193,7 +206,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         if section not in _ARGS_SECTIONS or not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
-        match = _ARG_LINE.match(line)
+        match = re.match(_ARG_LINE, line)
         if match and (current is None or indent <= arg_indent):
             current, arg_indent = match.group(1).lstrip("*"), indent
             arguments[current] = match.group(3).strip()
