@@ -178,7 +178,9 @@ def default_system_prompt(workspace: Path, tools: Sequence[Tool]) -> str:
 
 
 def _clip(text: str, limit: int = _LINE_CHARS) -> str:
-    text = " ".join(text.split())
+    """One printable line: whitespace runs collapsed, control characters (escape sequences a
+    file or the model could inject into the terminal) shown as ``?``, at most ``limit`` chars."""
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
