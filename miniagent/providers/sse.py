@@ -48,6 +48,9 @@ class SSEEvent(NamedTuple):
     retry: int | None = None
 
 
+_new_event = tuple.__new__  # builds an SSEEvent without the Python-level NamedTuple __new__
+
+
 class SSEDecoder:
     """Incremental SSE decoder: feed it byte chunks as they arrive, get whole events back.
 
@@ -94,7 +97,14 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        # Cut after the last blank line when the chunk has one (LF-only data), so the lines of an
+        # event still open wait as bytes and whole events reach the fast path; else after the
+        # last line terminator. Either way no event is dispatched later than its blank line.
+        cut = chunk.rfind(b"\n\n")
+        if cut >= 0 and b"\r" not in chunk:
+            cut += 1
+        else:
+            cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if cut < 0:
             if chunk:
                 self._pending.append(chunk)
@@ -137,7 +147,13 @@ class SSEDecoder:
         return events
 
     def _lines(self, text: str) -> list[SSEEvent]:
-        """Interpret ``text``: complete lines, the last one ending with its terminator."""
+        """Interpret ``text``: complete lines, the last one ending with its terminator.
+
+        Fast path: the text is cut into blocks at blank lines (``"\n\n"``); a block that is a
+        single ``data: ...`` line, or ``event: ...`` plus one ``data: ...`` line (the shapes
+        OpenAI and Anthropic send), becomes an event without a per-line loop. Any other block,
+        and a block that continues an event begun in an earlier chunk, goes line by line.
+        """
         if not self._started:
             self._started = True
             if text.startswith("\ufeff"):
@@ -145,19 +161,46 @@ class SSEDecoder:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         events: list[SSEEvent] = []
-        data = self._data
-        for line in text[:-1].split("\n"):
-            if not line:
-                if data:
-                    events.append(self._dispatch())
-                    data = self._data
+        append = events.append
+        last_id = self._last_id
+        blocks = text.split("\n\n")
+        tail = blocks.pop()  # the lines after the last blank line: an event still open
+        clean = not (self._data or self._event) and self._retry is None
+        for block in blocks:
+            if clean and block.startswith(("data: ", "event: ")):
+                if "\n" not in block:
+                    if block[0] == "d":
+                        append(_new_event(SSEEvent, ("message", block[6:], last_id, None)))
+                        continue
                 else:
-                    self._event = ""
-            elif line.startswith("data:"):
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
-            elif line[0] != ":":
-                self._field(line)
+                    head, _, data = block.partition("\n")
+                    if head[0] == "e" and data.startswith("data: ") and "\n" not in data:
+                        append(_new_event(SSEEvent, (head[7:] or "message", data[6:], last_id, None)))
+                        continue
+            self._block(block, events)
+            self._line("", events)
+            clean = self._retry is None
+            last_id = self._last_id
+        if tail:
+            self._block(tail[:-1], events)
         return events
+
+    def _block(self, block: str, events: list[SSEEvent]) -> None:
+        """Interpret the lines of ``block`` (joined by ``"\n"``, no trailing terminator)."""
+        for line in block.split("\n"):
+            self._line(line, events)
+
+    def _line(self, line: str, events: list[SSEEvent]) -> None:
+        """Interpret one line; a blank line dispatches the pending event into ``events``."""
+        if not line:
+            if self._data:
+                events.append(self._dispatch())
+            else:
+                self._event = ""
+        elif line.startswith("data:"):
+            self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+        elif line[0] != ":":
+            self._field(line)
 
     def _field(self, line: str) -> None:
         """Apply a non-``data`` field line (``event``, ``id``, ``retry``; others ignored)."""
