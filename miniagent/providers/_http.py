@@ -19,7 +19,7 @@ import http.client
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import requests
@@ -261,9 +261,10 @@ class Transport:
                 return
             yielded = False
             try:
-                for event in self._attempt(url, headers, payload, cancel, mapper):
-                    yielded = True
-                    yield event
+                with contextlib.closing(self._attempt(url, headers, payload, cancel, mapper)) as events:
+                    for event in events:
+                        yielded = True
+                        yield event
                 return
             except _Cancelled:
                 return
@@ -285,7 +286,7 @@ class Transport:
         payload: bytes,
         cancel: threading.Event | None,
         mapper: Mapper,
-    ) -> Iterator[ModelEvent]:
+    ) -> Generator[ModelEvent, None, None]:
         """One request: open, check status and content type, map the body."""
         watcher = SocketWatcher(cancel) if cancel is not None else None
         response: requests.Response | None = None
