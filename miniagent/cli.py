@@ -398,6 +398,9 @@ class _SignalCancel:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
+            shell = sys.modules.get("miniagent.toolbox.shell")
+            if shell is not None:  # no command of ours may outlive us
+                shell.kill_running_commands()
             os._exit(128 + signum)
         self.signum = signum
         self.cancel.set()

@@ -30,6 +30,7 @@ from miniagent.cli import (
     resolve_provider,
     run_cli,
 )
+from miniagent.toolbox.shell import _group_alive
 from tests.cli_helpers import (
     STALL,
     FakeOpenAI,
@@ -359,6 +360,10 @@ def test_second_sigint_exits_at_once(tmp_path: Path, workspace: Path) -> None:
             _read_line_until(child.stderr, lambda line: "cancelling" in line)  # first one handled
             child.send_signal(signal.SIGINT)
             stdout, _ = child.communicate(timeout=5)
+            deadline = time.monotonic() + 5
+            while _group_alive(pgid):  # the CLI killed its command on the way out
+                assert time.monotonic() < deadline, "the command outlived the CLI"
+                time.sleep(0.02)
         finally:
             child.kill()
             if pgid is not None:

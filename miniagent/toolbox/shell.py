@@ -36,6 +36,7 @@ from .paths import Workspace
 
 __all__ = [
     "CommandOutcome",
+    "kill_running_commands",
     "run_shell",
     "run_command_tool",
     "DEFAULT_TIMEOUT_SECONDS",
@@ -48,6 +49,17 @@ MAX_TIMEOUT_SECONDS = 600.0
 KILL_GRACE_SECONDS = 0.5
 _POLL_SECONDS = 0.02
 _REAP_SECONDS = 2.0  # how long to wait for SIGKILLed members to die
+_RUNNING: set[int] = set()  # process groups of commands running now (for an emergency exit)
+
+
+def kill_running_commands() -> None:
+    """SIGKILL the process group of every command ``run_shell`` is running now.
+
+    For a process that must exit at once (e.g. the CLI's second Ctrl-C, which skips the normal
+    stop): without it, those groups would outlive the process. Safe in a signal handler (no locks).
+    """
+    for pgid in tuple(_RUNNING):
+        _signal_group(pgid, signal.SIGKILL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +213,7 @@ def run_shell(
         start_new_session=True,
     )
     assert process.stdout is not None
+    _RUNNING.add(process.pid)
     pipe = _Pipe(process.stdout.fileno(), buffer)
     stopped: str | None = None
     deadline = started + timeout
@@ -218,6 +231,7 @@ def run_shell(
         if process.returncode is None:  # an exception (e.g. KeyboardInterrupt) got here first
             _signal_group(process.pid, signal.SIGKILL)
             process.wait()
+        _RUNNING.discard(process.pid)
         process.stdout.close()
     return CommandOutcome(
         output=buffer.text(max_chars),
