@@ -42,6 +42,9 @@ def _encode(message: Message) -> bytes:
     )
 
 
+_raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
+
+
 def _decode(line: bytes) -> Message:
     return message_from_json(json.loads(line))
 
@@ -58,17 +61,36 @@ def _decode_tail(path: PathLike, tail: bytes, number: int | None) -> Message | N
         raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
 
 
-def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
-    """Parse a whole session file.
+def _parse_clean(head: bytes) -> list[Message] | None:
+    """Fast path of ``_parse`` for the usual file: every line one JSON document and nothing else.
 
-    Returns (messages, valid_end, needs_newline): the byte offset where the kept content ends (a
-    torn tail starts there) and whether the kept content lacks its final newline.
-
-    Raises:
-        SessionError: a line other than the last one is not a message.
+    Decodes the whole text once and walks it with ``raw_decode`` (the scanner ``json.loads`` runs,
+    without its per-call checks), requiring each document to end exactly at its line's newline.
+    Returns ``None`` at the first thing that is not so (blank or padded line, invalid UTF-8, bad
+    JSON, not a message); ``_parse_lines`` then reads the file line by line and reports the line.
     """
-    lines = data.split(b"\n")
-    tail = lines.pop()  # what follows the last newline: b"" in a clean file
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    messages: list[Message] = []
+    append = messages.append
+    decode = _raw_decode
+    pos, size = 0, len(text)
+    try:
+        while pos < size:
+            data, end = decode(text, pos)
+            if text[end] != "\n":
+                return None
+            append(message_from_json(data))
+            pos = end + 1
+    except (ValueError, IndexError):
+        return None
+    return messages
+
+
+def _parse_lines(path: PathLike, lines: list[bytes]) -> list[Message]:
+    """Decode complete lines one by one; blank lines are skipped, any other bad line raises."""
     messages: list[Message] = []
     append = messages.append
     for number, line in enumerate(lines, 1):
@@ -78,13 +100,30 @@ def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
             if not line.strip():
                 continue
             raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+    return messages
+
+
+def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
+    """Parse a whole session file.
+
+    Returns (messages, valid_end, needs_newline): the byte offset where the kept content ends (a
+    torn tail starts there) and whether the kept content lacks its final newline.
+
+    Raises:
+        SessionError: a line other than the last one is not a message.
+    """
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]  # what follows the last newline: b"" in a clean file
+    messages = _parse_clean(data[:cut])
+    if messages is None:
+        messages = _parse_lines(path, data[:cut].split(b"\n")[:-1])
     valid_end, needs_newline = len(data), False
     if tail.strip():
-        message = _decode_tail(path, tail, len(lines) + 1)
+        message = _decode_tail(path, tail, data.count(b"\n", 0, cut) + 1)
         if message is None:
             valid_end = len(data) - len(tail)  # torn last line: dropped
         else:
-            append(message)
+            messages.append(message)
             needs_newline = True
     return messages, valid_end, needs_newline
 
