@@ -37,9 +37,14 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _encode(message: Message) -> bytes:
-    return (json.dumps(message_to_json(message), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-        "utf-8"
-    )
+    data = message_to_json(message)
+    try:
+        return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a file name decoded with surrogateescape, a "\ud800" escape from a
+        # model) has no UTF-8 form. JSON escapes keep it exactly: the line is ASCII and loads back
+        # as the same message, so memory and file still agree.
+        return (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
