@@ -20,7 +20,6 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import json
@@ -291,8 +290,10 @@ class SessionFile:
                     os.close(dir_fd)
 
     def _rollback(self, fd: int) -> None:
-        with contextlib.suppress(OSError):
+        try:
             os.ftruncate(fd, self._size)
+        except OSError:
+            self._cut_to = self._size  # the part is still there: cut it before the next append
 
 
 def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> None:

@@ -7,12 +7,14 @@ strict xfail turns into a failure as soon as the bug is fixed, so the mark is th
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
 from raw_server import RawServer, head, openai_text, reply
-from stress_support import unanswered_calls
+from stress_support import jsonl_lines_ok, unanswered_calls
 
 from miniagent import (
     DoneEvent,
@@ -30,6 +32,7 @@ from miniagent.providers._errors import in_stream_error
 from miniagent.providers.anthropic import map_messages_stream
 from miniagent.providers.openai import map_chat_stream
 from miniagent.providers.sse import SSEEvent, iter_sse_events
+from miniagent.session import SessionFile
 from miniagent.testing import ScriptedClient
 
 KEY = "sk-stress-7f3a9c1e5b2d4f6a8c0e91d7"
@@ -151,3 +154,39 @@ def test_provider_request_with_a_lone_surrogate_is_sent(tmp_path: Path) -> None:
         events = list(client.stream(request))
         assert events[0] == TextEvent("ok")
         assert server.requests[0].body["messages"][0]["content"] != ""
+
+
+def test_a_failed_rollback_is_cut_before_the_next_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the stress review: when the disk took part of a line and the rollback
+    (``ftruncate``) failed too, the fragment stayed and the same ``SessionFile``'s next append was
+    fused onto it. Now the fragment is cut before the next append."""
+    session = tmp_path / "s.jsonl"
+    real_write, real_truncate = os.write, os.ftruncate
+    failures = {"write": 2, "truncate": 1}
+
+    def short_write(fd: int, data: bytes) -> int:
+        if failures["write"] == 2 and len(data) > 20:  # the disk takes 10 bytes, then is full
+            failures["write"] -= 1
+            return real_write(fd, bytes(data[:10]))
+        if failures["write"] == 1:
+            failures["write"] -= 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    def failing_truncate(fd: int, size: int) -> None:
+        if failures["truncate"]:
+            failures["truncate"] -= 1
+            raise OSError(errno.EIO, "Input/output error")
+        real_truncate(fd, size)
+
+    with SessionFile(session) as writer:
+        writer.append(Message("user", "first"))
+        monkeypatch.setattr(os, "write", short_write)
+        monkeypatch.setattr(os, "ftruncate", failing_truncate)
+        with pytest.raises(OSError):
+            writer.append(Message("assistant", "this line is torn by the disk"))
+        writer.append(Message("assistant", "next"))
+    assert jsonl_lines_ok(session)
+    assert load_session(session) == [Message("user", "first"), Message("assistant", "next")]
