@@ -41,8 +41,9 @@ def _encode(message: Message) -> bytes:
         return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (a file name decoded with surrogateescape, a "\ud800" escape from a
-        # model) has no UTF-8 form. JSON escapes keep it exactly: the line is ASCII and loads back
-        # as the same message, so memory and file still agree.
+        # model) has no UTF-8 form. JSON escapes keep it: the line is ASCII and loads back as the
+        # same message (except that a high surrogate right before a low one loads back as the
+        # character the pair encodes: JSON cannot tell the two apart).
         return (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
 
 
