@@ -14,7 +14,8 @@ committed (through a pipe written with ``os.write`` before ``on_message`` return
 in order and equal. After the final resume: the first request's history answers every call
 exactly once, and the file is valid JSONL (every line ``json.loads``, final newline).
 
-Counts: 60 trials in CI, 300 with ``MINIAGENT_STRESS_FULL=1``. ``pytest -s`` prints the tally:
+Counts: 60 kills in CI, 300 with ``MINIAGENT_STRESS_FULL=1`` (a child that finished before its
+kill point counts as a trial but not as a kill). ``pytest -s`` prints the tally:
 trials run, sessions unloadable, committed messages lost, unanswered calls after resume (all three
 must be 0), plus how many kills tore a line.
 """
@@ -217,7 +218,7 @@ def one_trial(tmp: Path, number: int, tally: Tally) -> None:
         seed = rng.randrange(1 << 30)
         prefix = f"r{round_number}"
         if mode < 0.4:
-            round_ = run_child(session, workspace, seed, prefix, delay=rng.uniform(0.0, 0.45))
+            round_ = run_child(session, workspace, seed, prefix, delay=rng.uniform(0.0, 0.3))
         elif mode < 0.65:
             round_ = run_child(session, workspace, seed, prefix, pause_after=rng.randint(1, 80))
         elif mode < 0.8:
@@ -236,7 +237,7 @@ def one_trial(tmp: Path, number: int, tally: Tally) -> None:
 def test_sigkill_trials_lose_nothing(tmp_path: Path) -> None:
     tally = Tally()
     number = 0
-    while tally.trials < TRIALS:
+    while tally.kills < TRIALS:
         one_trial(tmp_path, number, tally)
         number += 1
         if tally.problems:
@@ -244,7 +245,7 @@ def test_sigkill_trials_lose_nothing(tmp_path: Path) -> None:
     print(f"\n[crash trials] {tally.line()}")
     assert not tally.problems, tally.problems[:10]
     assert tally.unloadable == tally.lost == tally.unanswered == 0
-    assert tally.kills >= tally.trials * 0.7, "most trials must actually kill the child"
+    assert tally.kills >= TRIALS
 
 
 @pytest.mark.local_model
