@@ -243,3 +243,19 @@ def test_a_stream_that_never_ends_is_cancelled(flavor: Flavor, tmp_path: Path, h
     assert seen >= (2000 if how == "after-n-events" else 1)
     if how == "timer":
         assert elapsed < 2.0
+
+
+def test_empty_200_body_is_retried_then_a_clear_error(flavor: Flavor, tmp_path: Path) -> None:
+    with RawServer(reply(head())) as server:
+        expect_error(flavor.make(server.url, policy(2), 5.0), tmp_path / "s.jsonl", "stream ended")
+        assert len(server.requests) == 3  # a cut before any event is retryable
+
+
+def test_broken_chunked_encoding_mid_stream(flavor: Flavor, tmp_path: Path) -> None:
+    first = flavor.start + flavor.delta("partial")
+    body = b"%x\r\n%s\r\nZZZ-not-a-chunk-size\r\n" % (len(first), first)
+    chunked = head(extra={"Transfer-Encoding": "chunked"}).replace(b"Connection: close\r\n", b"")
+    with RawServer(reply(chunked + body)) as server:
+        error = expect_error(flavor.make(server.url, policy(), 5.0), tmp_path / "s.jsonl")
+        assert "stream broken" in str(error) or "stream ended before" in str(error)  # urllib3 may see EOF
+        assert len(server.requests) == 1
