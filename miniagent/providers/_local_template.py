@@ -10,7 +10,13 @@ model would invent answers. This one (measured, see ``local.py``):
 - shows five short example exchanges (a write, four reads: request -> tool call -> ``tool`` turn
   with the content -> a one-line answer quoting it). With fewer examples the 135M model answered
   in prose without calling; the examples are only rendered when the request has tools;
-- renders tool results as a ``tool`` turn (in a ``user`` turn the model copies the examples).
+- renders tool results as a ``tool`` turn (in a ``user`` turn the model copies the examples);
+- appends `` (use a tool)`` to the last message when it is the user's and tools are offered, and
+  says "Your first reply to a request is a <tool_call>": measured on six prompts, this doubled the
+  smallest log-probability margin of the ``<`` (start of ``<tool_call>``) first token over the
+  best prose token (0.22 -> 0.65 with the six built-in tools, 0.30 -> 0.76 with ``read_file``
+  alone). Without it the margin was small enough that a prompt-cache hit (numerically slightly
+  different logits) once flipped a call into a made-up answer.
 
 The template engine (llama.cpp's minja/jinja) has no ``| list`` filter on mappings.
 """
@@ -36,6 +42,7 @@ To call a tool, reply with only:
 {"name": "TOOL_NAME", "arguments": {"ARGUMENT": "VALUE"}}
 </tool_call>
 Always call a tool first; never guess what a file contains. \
+Your first reply to a request is a <tool_call>. \
 The result comes back in a tool turn. Then answer the user in one short line that quotes the result.
 {%- endif %}<|im_end|>
 {% if tools -%}
@@ -112,7 +119,8 @@ It says: "Welcome to the project."<|im_end|>
 {{ message.content }}<|im_end|>
 {% else -%}
 <|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
+{{ message.content }}\
+{% if tools and loop.last and message.role == "user" %} (use a tool){% endif %}<|im_end|>
 {% endif -%}
 {%- endfor -%}
 {%- if add_generation_prompt -%}
