@@ -20,8 +20,9 @@ Public shape:
 
 The model runs greedily (temperature 0, fixed seed) with a chat template that teaches it the
 Hermes ``<tool_call>`` form (see ``_local_template``); at this size that is what makes tool calls
-reliable. Measured on 2 cores: start 0.7 s warm, first tool-call turn ~1.5 s, later turns
-0.2-0.6 s (prompt cache), generation ~100 tokens/s.
+reliable. Measured on 2 idle cores: start 0.5 s (2.6 s including the one-time fetch); first
+tool-call turn 2.5-3.6 s with one tool, 6-9 s with the six built-in tools (a ~1,450-token prompt
+at ~250 tokens/s); later turns 0.2-0.6 s (prompt cache); generation 50-100 tokens/s.
 """
 
 from __future__ import annotations
