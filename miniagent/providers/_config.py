@@ -66,6 +66,7 @@ def make_transport(
     connect_timeout: float,
     max_retries: int | None,
     retry: RetryPolicy | None,
+    stream_timeout: float | None = None,
 ) -> Transport:
     """Build the transport of one client (its own ``requests.Session``).
 
@@ -76,6 +77,7 @@ def make_transport(
         connect_timeout: connect timeout, seconds.
         max_retries: overrides ``retry.max_retries`` when given.
         retry: the retry policy (default ``RetryPolicy()``).
+        stream_timeout: most seconds one response may take in all (``None``: no limit).
     """
     policy = retry or RetryPolicy()
     if max_retries is not None:
@@ -93,6 +95,7 @@ def make_transport(
         connect_timeout=connect_timeout,
         retry=policy,
         secrets=(api_key,) if api_key else (),
+        stream_timeout=stream_timeout,
     )
 
 

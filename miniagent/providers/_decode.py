@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import ProviderError
-from ._errors import truncate
+from ._errors import redact, truncate
 from .sse import SSEEvent
 
 __all__ = ["load_event_json", "parse_tool_input"]
@@ -14,19 +14,21 @@ __all__ = ["load_event_json", "parse_tool_input"]
 _loads = json.loads
 
 
-def load_event_json(event: SSEEvent, provider: str) -> Any:
+def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = ()) -> Any:
     """Decode the JSON ``data`` of ``event``.
 
     Raises:
         ProviderError: the data is not valid JSON (the text names the JSON problem and shows the
-            start of the data). Marked retryable: in practice this is a stream cut or garbled
-            in transit (e.g. the connection closed mid-line), which a new request may fix.
+            start of the data, credentials redacted). Marked retryable: in practice this is a
+            stream cut or garbled in transit (e.g. the connection closed mid-line), which a new
+            request may fix.
     """
     try:
         return _loads(event.data)
     except ValueError as exc:
         raise ProviderError(
-            f"{provider} sent an event whose data is not valid JSON ({exc}): {truncate(event.data, 120)!r}",
+            f"{provider} sent an event whose data is not valid JSON ({exc}): "
+            f"{truncate(redact(event.data[:1000], secrets), 120)!r}",
             retryable=True,
         ) from None
 

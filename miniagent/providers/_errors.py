@@ -79,16 +79,17 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return _API_KEY_FIELD.sub(r"\1***", text)
 
 
-def error_details(body: bytes) -> tuple[str, str | None]:
+def error_details(body: bytes, secrets: Iterable[str | None] = ()) -> tuple[str, str | None]:
     """Extract the provider's own message and error type from an error response body.
 
     Args:
         body: the (possibly cut) response body bytes.
+        secrets: strings to redact (before the message is cut, so no part of one survives).
 
     Returns:
         ``(message, kind)``: the message (whitespace collapsed, at most ``MAX_ERROR_CHARS``
         characters, ``"(empty body)"`` when there is nothing) and the error type or ``None``.
-        Not redacted: callers pass the result through ``redact``.
+        Redacted (``redact`` with ``secrets``) before it is cut to length.
     """
     text = body.decode("utf-8", "replace").strip()
     try:
@@ -98,11 +99,11 @@ def error_details(body: bytes) -> tuple[str, str | None]:
     if isinstance(data, dict):
         message, kind = _from_json(data)
         if message:
-            return truncate(_SPACES.sub(" ", message).strip()), kind
+            return truncate(redact(_SPACES.sub(" ", message).strip(), secrets)), kind
     if "<" in text and ">" in text:
         text = _TAGS.sub(" ", text)
     text = _SPACES.sub(" ", text).strip()
-    return truncate(text) if text else "(empty body)", None
+    return truncate(redact(text, secrets)) if text else "(empty body)", None
 
 
 def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:
@@ -147,6 +148,6 @@ def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()
     retryable = kind in RETRYABLE_KINDS or (
         isinstance(code, int) and (code in RETRYABLE_STATUSES or code >= 500)
     )
-    text = redact(truncate(_SPACES.sub(" ", message or "unknown error").strip()), secrets)
+    text = truncate(redact(_SPACES.sub(" ", message or "unknown error").strip(), secrets))
     label = f" ({kind})" if kind else ""
     return ProviderError(f"{provider} stream error{label}: {text}", retryable=retryable, kind=kind)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
@@ -48,6 +50,7 @@ ERROR_BODY_LIMIT = 65536
 _WATCH_POLL = 0.1  # seconds between checks whether the watched stream has ended
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
 _tls = threading.local()  # .watcher: the SocketWatcher of the stream this thread is opening
 
@@ -208,6 +211,9 @@ class Transport:
         connect_timeout: TCP/TLS connect timeout in seconds.
         retry: the retry policy.
         secrets: strings (the API key) that must never appear in an error text.
+        stream_timeout: most seconds one response may take from the request to its end, or
+            ``None`` (no limit). Checked after every read, so a silent server is still bounded by
+            ``timeout`` alone: the limit can be exceeded by up to one read timeout.
     """
 
     def __init__(
@@ -219,6 +225,7 @@ class Transport:
         connect_timeout: float,
         retry: RetryPolicy,
         secrets: tuple[str, ...] = (),
+        stream_timeout: float | None = None,
     ) -> None:
         """Store the settings; nothing is sent yet."""
         self.provider = provider
@@ -227,6 +234,7 @@ class Transport:
         self.connect_timeout = connect_timeout
         self.retry = retry
         self.secrets = secrets
+        self.stream_timeout = stream_timeout
 
     def stream(
         self,
@@ -252,9 +260,17 @@ class Transport:
         Raises:
             ProviderError: HTTP error status (after retries for retryable ones), connection
                 error, a body that is not an event stream, a broken or cut stream, an error event
-                in the stream. Nothing is retried once an event has been yielded.
+                in the stream, a response longer than ``stream_timeout`` (kind
+                ``"stream_timeout"``, not retried). Nothing is retried once an event has been
+                yielded.
         """
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        text = json.dumps(body, ensure_ascii=False)
+        try:
+            payload = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate in the history (a file name decoded with surrogateescape, a
+            # "\ud800" escape from a model) has no UTF-8 form: send U+FFFD in its place.
+            payload = _SURROGATE.sub("\ufffd", text).encode("utf-8")
         attempt = 0
         while True:
             if cancel is not None and cancel.is_set():
@@ -288,6 +304,7 @@ class Transport:
         mapper: Mapper,
     ) -> Generator[ModelEvent, None, None]:
         """One request: open, check status and content type, map the body."""
+        deadline = None if self.stream_timeout is None else time.monotonic() + self.stream_timeout
         watcher = SocketWatcher(cancel) if cancel is not None else None
         response: requests.Response | None = None
         try:
@@ -297,7 +314,7 @@ class Transport:
             if not 200 <= response.status_code < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
-            yield from mapper(self._sse_events(response, cancel))
+            yield from mapper(self._sse_events(response, cancel, deadline))
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -345,7 +362,7 @@ class Transport:
 
     def _status_error(self, response: requests.Response, cancel: threading.Event | None) -> StatusError:
         status = response.status_code
-        message, kind = error_details(self._read_limited(response, cancel))
+        message, kind = error_details(self._read_limited(response, cancel), self.secrets)
         message = redact(message, self.secrets)
         label = f" ({kind})" if kind else ""
         return StatusError(
@@ -360,15 +377,18 @@ class Transport:
         """Refuse a 2xx body that is clearly not an event stream (HTML page, JSON document)."""
         media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
         if media in _NOT_SSE or media.endswith("+json") or media.endswith("+xml"):
-            message, _kind = error_details(self._read_limited(response, cancel))
+            message, _kind = error_details(self._read_limited(response, cancel), self.secrets)
             raise ProviderError(
                 f"{self.provider} answered HTTP {response.status_code} with {media} instead of "
                 f"an event stream (text/event-stream): {redact(message, self.secrets)}",
                 status=response.status_code,
             )
 
-    def _sse_events(self, response: requests.Response, cancel: threading.Event | None) -> Iterator[SSEEvent]:
-        """Decode the body as it arrives; raise ``_Cancelled`` when cancelled."""
+    def _sse_events(
+        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+    ) -> Iterator[SSEEvent]:
+        """Decode the body as it arrives; raise ``_Cancelled`` when cancelled, ``ProviderError``
+        past ``deadline`` (``time.monotonic()``)."""
         decoder = SSEDecoder()
         read1 = response.raw.read1
         while True:
@@ -384,6 +404,12 @@ class Transport:
                 ) from None
             if not chunk:
                 break
+            if deadline is not None and time.monotonic() > deadline:
+                raise ProviderError(
+                    f"{self.provider} stream did not finish within {self.stream_timeout:g} s "
+                    "(stream_timeout)",
+                    kind="stream_timeout",
+                )
             yield from decoder.feed(chunk)
         if cancel is not None and cancel.is_set():
             raise _Cancelled

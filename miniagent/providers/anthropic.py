@@ -51,6 +51,10 @@ class AnthropicClient:
         max_tokens: the required output token limit (``max_tokens``).
         timeout: read timeout in seconds (longest silence between reads), default 600.
         connect_timeout: connect timeout in seconds, default 10.
+        stream_timeout: most seconds one response may take in all (a stream that never ends,
+            a slow drip); ``None`` (default): no limit. Checked between reads: a silent server
+            is bounded by ``timeout``. Exceeding it raises ``ProviderError`` (kind
+            ``"stream_timeout"``).
         max_retries: retries of a request that failed before its first event (default 3).
         retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
         temperature: sent when given.
@@ -70,6 +74,7 @@ class AnthropicClient:
         *,
         timeout: float = DEFAULT_READ_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        stream_timeout: float | None = None,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
         temperature: float | None = None,
@@ -91,6 +96,7 @@ class AnthropicClient:
             api_key=key,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            stream_timeout=stream_timeout,
             max_retries=max_retries,
             retry=retry,
         )
@@ -262,6 +268,13 @@ class _ToolBlock:
         return bool(arguments.strip()) and parse_tool_input(arguments)[1] is None
 
 
+def _block_index(data: dict[str, Any]) -> int:
+    """The event's content block ``index``; -1 when missing or not an integer (a list or an
+    object would not even be usable as a key)."""
+    index = data.get("index", -1)
+    return index if type(index) is int else -1
+
+
 def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
     """Map Messages API stream events to model events.
 
@@ -290,7 +303,7 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
     for event in events:
         if event.event == "ping":
             continue
-        data = load_event_json(event, PROVIDER)
+        data = load_event_json(event, PROVIDER, secrets)
         if not isinstance(data, dict):
             continue
         kind = data.get("type") or event.event
@@ -304,7 +317,7 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
                 if text and isinstance(text, str):
                     yield TextEvent(text)
             elif delta_type == "input_json_delta":
-                block = blocks.get(data.get("index", -1))
+                block = blocks.get(_block_index(data))
                 piece = delta.get("partial_json")
                 if block is not None and isinstance(piece, str):
                     block.parts.append(piece)
@@ -314,7 +327,7 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
                 continue
             if start.get("type") == "tool_use":
                 initial = start.get("input")
-                blocks[data.get("index", -1)] = _ToolBlock(
+                blocks[_block_index(data)] = _ToolBlock(
                     str(start.get("id") or ""),
                     str(start.get("name") or ""),
                     initial if isinstance(initial, dict) else {},
@@ -324,7 +337,7 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
                 if text and isinstance(text, str):
                     yield TextEvent(text)
         elif kind == "content_block_stop":
-            block = blocks.pop(data.get("index", -1), None)
+            block = blocks.pop(_block_index(data), None)
             if block is not None:
                 if held or not block.complete():
                     held.append(block)

@@ -44,6 +44,10 @@ class OpenAIChatClient:
             localhost/loopback needs none (and never gets the environment key).
         timeout: read timeout in seconds (longest silence between reads), default 600.
         connect_timeout: connect timeout in seconds, default 10.
+        stream_timeout: most seconds one response may take in all (a stream that never ends,
+            a slow drip); ``None`` (default): no limit. Checked between reads: a silent server
+            is bounded by ``timeout``. Exceeding it raises ``ProviderError`` (kind
+            ``"stream_timeout"``).
         max_retries: retries of a request that failed before its first event (default 3).
         retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
         temperature: sent when given.
@@ -63,6 +67,7 @@ class OpenAIChatClient:
         *,
         timeout: float = DEFAULT_READ_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        stream_timeout: float | None = None,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
         temperature: float | None = None,
@@ -85,6 +90,7 @@ class OpenAIChatClient:
             api_key=key,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            stream_timeout=stream_timeout,
             max_retries=max_retries,
             retry=retry,
         )
@@ -312,12 +318,13 @@ def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()
         if data == "[DONE]" or data.strip() == "[DONE]":
             done = True
             break
-        chunk = load_event_json(event, PROVIDER)
+        chunk = load_event_json(event, PROVIDER, secrets)
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error") or event.event == "error":
             raise in_stream_error(PROVIDER, chunk, secrets)
-        for choice in chunk.get("choices") or ():
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta")

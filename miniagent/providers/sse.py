@@ -25,6 +25,7 @@ per byte.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -215,7 +216,8 @@ class SSEDecoder:
             if "\0" not in value:
                 self._last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
-            self._retry = int(value)
+            with contextlib.suppress(ValueError):  # over 4,300 digits: int() refuses; ignored
+                self._retry = int(value)
 
     def _dispatch(self) -> SSEEvent:
         """Build the pending event and reset the per-event buffers."""

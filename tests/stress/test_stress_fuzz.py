@@ -263,12 +263,7 @@ def to_events(chunks: list[Any], names: list[str]) -> list[SSEEvent]:
 
 extra = st.sampled_from(["[DONE]", "{broken"])
 
-PENDING = pytest.mark.xfail(
-    reason="provider fix pending (providers owned by helper-1): see test_stress_regressions"
-)
 
-
-@PENDING
 @fuzz
 @given(
     chunks=st.lists(st.one_of(openai_chunk, extra), max_size=8),
@@ -278,7 +273,6 @@ def test_odd_openai_sequences_only_provider_errors(chunks: list[Any], names: lis
     drain(map_chat_stream, to_events(chunks, names))
 
 
-@PENDING
 @fuzz
 @given(
     chunks=st.lists(st.one_of(anthropic_chunk, extra), max_size=10),

@@ -4,13 +4,14 @@ Every case runs ``run_agent`` with a session and the real ``OpenAIChatClient`` /
 (small read timeout and backoff): a connection reset mid-stream and before the first event, headers
 then silence (read timeout), HTTP 500 three times then success, 429 with ``Retry-After``, an HTML
 page with status 200, invalid JSON in a ``data:`` line, a 20 MB single text delta, and a stream that
-never ends (bounded by the cancel event: the clients have no total-duration or output-size limit).
+never ends or drips forever (bounded by the clients' ``stream_timeout``, or by the cancel event).
 Each ends in a clear ``ProviderError``, a retry that succeeds, or a clean ``aborted``; the session
 never holds a partial assistant message.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from raw_server import (
     RawServer,
+    Request,
     anthropic_delta,
     anthropic_start,
     anthropic_text,
@@ -259,3 +261,31 @@ def test_broken_chunked_encoding_mid_stream(flavor: Flavor, tmp_path: Path) -> N
         error = expect_error(flavor.make(server.url, policy(), 5.0), tmp_path / "s.jsonl")
         assert "stream broken" in str(error) or "stream ended before" in str(error)  # urllib3 may see EOF
         assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("drip", [False, True], ids=["flood", "slow-drip"])
+def test_stream_timeout_bounds_a_stream_that_never_ends(flavor: Flavor, tmp_path: Path, drip: bool) -> None:
+    def dripping(conn: socket.socket, request: Request, release: threading.Event) -> None:
+        conn.sendall(head() + flavor.start)
+        while not release.wait(0.05):  # one small event every 50 ms: the read timeout never fires
+            conn.sendall(flavor.delta("."))
+
+    handler = dripping if drip else endless(head() + flavor.start, flavor.delta("more "))
+    with RawServer(handler) as server:
+        client = flavor.make(server.url, policy(), 5.0)
+        client._transport.stream_timeout = 0.5  # type: ignore[attr-defined]
+        started = time.monotonic()
+        error = expect_error(client, tmp_path / "s.jsonl", "did not finish within 0.5 s")
+        elapsed = time.monotonic() - started
+        assert error.kind == "stream_timeout"
+        assert len(server.requests) == 1
+    assert 0.5 <= elapsed < 3.0
+
+
+def test_stream_timeout_is_a_client_option(tmp_path: Path) -> None:
+    with RawServer(endless(head(), openai_delta("x"))) as server:
+        client = OpenAIChatClient("m", base_url=server.url + "/v1", stream_timeout=0.3, retry=policy())
+        expect_error(client, tmp_path / "s.jsonl", "stream_timeout")
+    with RawServer(endless(head() + anthropic_start(), anthropic_delta("x"))) as server:
+        client2 = AnthropicClient("m", base_url=server.url, stream_timeout=0.3, retry=policy())
+        expect_error(client2, tmp_path / "s2.jsonl", "stream_timeout")

@@ -1,8 +1,6 @@
 """Regression tests: the exact failing inputs the stress tier found, one per bug class.
 
-Each test names the bug it pins. Provider bugs found while ``miniagent/providers`` was still
-being written by another helper are marked ``xfail(strict=True)`` until the fix lands there (a
-strict xfail turns into a failure as soon as the bug is fixed, so the mark is then removed).
+Each test names the bug it pins; each failed before its fix.
 """
 
 from __future__ import annotations
@@ -36,10 +34,8 @@ from miniagent.session import SessionFile
 from miniagent.testing import ScriptedClient
 
 KEY = "sk-stress-7f3a9c1e5b2d4f6a8c0e91d7"
-PENDING = pytest.mark.xfail(strict=True, reason="provider fix pending (providers owned by helper-1)")
 
 
-@PENDING
 def test_sse_retry_field_with_thousands_of_digits_is_not_an_error() -> None:
     """Found by fuzzing: ``int()`` refuses more than 4,300 digits (ValueError out of the decoder)."""
     body = b"retry: " + b"9" * 5000 + b"\ndata: x\n\n"
@@ -47,9 +43,7 @@ def test_sse_retry_field_with_thousands_of_digits_is_not_an_error() -> None:
     assert [e.data for e in events] == ["x"]
 
 
-@pytest.mark.parametrize(
-    "choices", [pytest.param(1, marks=PENDING), pytest.param(True, marks=PENDING), None, "text", {"a": 1}]
-)
+@pytest.mark.parametrize("choices", [1, True, None, "text", {"a": 1}])
 def test_openai_chunk_whose_choices_is_not_a_list(choices: object) -> None:
     """Found by fuzzing: ``for choice in chunk.get("choices") or ()`` raised TypeError on 1/True."""
     chunks = [
@@ -60,7 +54,6 @@ def test_openai_chunk_whose_choices_is_not_a_list(choices: object) -> None:
     assert events[0] == TextEvent("ok") and isinstance(events[-1], DoneEvent)
 
 
-@PENDING
 @pytest.mark.parametrize("kind", ["content_block_start", "content_block_delta", "content_block_stop"])
 @pytest.mark.parametrize("index", [[0], {"": False}])
 def test_anthropic_event_with_an_unhashable_index(kind: str, index: object) -> None:
@@ -97,7 +90,6 @@ def test_anthropic_event_with_an_unhashable_index(kind: str, index: object) -> N
     assert isinstance(events[-1], DoneEvent)
 
 
-@PENDING
 @pytest.mark.parametrize("mapper", [map_chat_stream, map_messages_stream])
 def test_broken_event_data_is_redacted_in_the_error_text(mapper: object) -> None:
     """Found by the secrets test: the start of a non-JSON ``data:`` line went into the error text
@@ -108,7 +100,7 @@ def test_broken_event_data_is_redacted_in_the_error_text(mapper: object) -> None
     assert "7f3a9c1e" not in str(raised.value)
 
 
-@pytest.mark.parametrize("pad", [pytest.param(466, marks=PENDING), pytest.param(471, marks=PENDING), 490])
+@pytest.mark.parametrize("pad", [466, 471, 490])
 def test_a_key_cut_by_the_error_text_limit_is_still_redacted(pad: int) -> None:
     """Found by the secrets test: error texts were truncated BEFORE redaction, so a key crossing
     the 500-character cut lost its tail, no longer matched, and its head leaked."""
@@ -143,7 +135,6 @@ def test_lone_surrogates_in_committed_messages_are_persisted_exactly(tmp_path: P
     assert unanswered_calls(load_session(session)) == []
 
 
-@PENDING
 def test_provider_request_with_a_lone_surrogate_is_sent(tmp_path: Path) -> None:
     """Found by the stress review: the HTTP transport encodes the body with strict UTF-8, so a
     history holding a lone surrogate (see the test above) raised ``UnicodeEncodeError`` (not a

@@ -109,20 +109,15 @@ def proxy_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[RawServer],
 
 
 def chain(error: BaseException | None) -> Iterator[BaseException]:
+    """The exceptions a traceback shows: causes, and contexts unless suppressed (``from None``)."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
         yield error
-        error = error.__cause__ or error.__context__
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
 
 
-PENDING = pytest.mark.xfail(strict=True, reason="provider fix pending (providers owned by helper-1)")
-LEAKING_UNTIL_FIXED = ("broken-data-line", "cut-at-the-limit", "cut-near-the-limit")
-
-
-@pytest.mark.parametrize(
-    "scenario", [pytest.param(s, marks=PENDING) if s in LEAKING_UNTIL_FIXED else s for s in SCENARIOS]
-)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_key_never_leaks_from_the_library(
     provider: str,
@@ -154,7 +149,8 @@ def test_key_never_leaks_from_the_library(
     texts.append(caplog.text)
     texts.append(session.read_text())
     found = leaks("\n".join(texts))
-    assert not found, f"{scenario}: the key leaked ({found}): {raised.value}"
+    where = [t[:300] for t in texts if leaks(t)]
+    assert not found, f"{scenario}: the key leaked ({found}) in {where}"
 
 
 @pytest.mark.parametrize("scenario", ["http-401", "stream-error-event", "ok"])
