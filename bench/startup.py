@@ -1,9 +1,10 @@
 """Start-up: what ``import miniagent`` and the CLI cost a cron job on every run.
 
-- ``python -c pass`` against ``python -c "import miniagent"``, interleaved, many runs: the median
-  of the paired differences. The child is the base interpreter with the repository and the bench
-  venv's site-packages on ``PYTHONPATH`` (see ``common.bare_env``), so no editable-install hook
-  is loaded and every package imports like a plain installed one.
+- ``python -S -c pass`` against ``python -S -c "import miniagent"``, interleaved, many runs: the
+  median of the paired differences. The child is the base interpreter without ``site`` and with the
+  repository and the bench venv's site-packages on ``PYTHONPATH`` (see ``common.bare_env``), so no
+  editable-install or other ``.pth`` hook runs and every package imports like a plain installed
+  one; the strictest measure (modules ``site`` would have loaded are charged to the import).
 - ``-X importtime``: the modules that ``import miniagent`` adds, by self time (median of runs).
 - ``miniagent --help`` / ``--version``: the installed console script, wall time.
 - The same import of the peers (``llm``, ``smolagents``, ``pydantic_ai``, ``agents``), same method.
@@ -39,8 +40,8 @@ PEER_RATIO_TARGET = 10.0
 
 def _paired(python: str, env: dict[str, str], code: str, runs: int) -> tuple[float, float]:
     """(median of ``import`` minus ``pass`` per pair, median of the ``import`` runs)."""
-    base = [python, "-c", "pass"]
-    test = [python, "-c", code]
+    base = [python, "-S", "-c", "pass"]
+    test = [python, "-S", "-c", code]
     wall(test, env)  # warm-up: writes the bytecode caches
     diffs, totals = [], []
     for i in range(runs):
@@ -60,7 +61,11 @@ def _importtime(python: str, env: dict[str, str], module: str, runs: int) -> lis
 
     def parse(code: str) -> dict[str, int]:
         done = subprocess.run(
-            [python, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True, check=True
+            [python, "-S", "-X", "importtime", "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         out: dict[str, int] = {}
         for line in done.stderr.splitlines():
@@ -91,14 +96,15 @@ def run(report: Report, quick: bool) -> None:
     runs = 15 if quick else 60
     peer_runs = 5 if quick else 9
     section.notes.append(
-        f"Child interpreter: `{python}` with the repository and the bench venv's site-packages on "
-        "PYTHONPATH (no editable-install hook), bytecode caches warm. Import cost = median over "
+        f"Child interpreter: `{python} -S` (no `site`: nothing but the interpreter itself is loaded "
+        "before the import, whatever `.pth` hooks the machine has) with the repository and the bench "
+        "venv's site-packages on PYTHONPATH, bytecode caches warm. Import cost = median over "
         f'{runs} interleaved pairs of (`-c "import X"` minus `-c pass`).'
     )
 
-    bare = median([wall([python, "-c", "pass"], env) for _ in range(max(5, runs // 4))])
+    bare = median([wall([python, "-S", "-c", "pass"], env) for _ in range(max(5, runs // 4))])
     mini, mini_total = _paired(python, env, "import miniagent", runs)
-    section.rows.append(Row("bare interpreter (`python -c pass`)", fmt_ms(bare)))
+    section.rows.append(Row("bare interpreter (`python -S -c pass`)", fmt_ms(bare)))
     section.rows.append(
         Row(
             "`import miniagent` over a bare interpreter",
