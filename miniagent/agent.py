@@ -292,6 +292,9 @@ class _Loop:
             result = tool.execute(dict(call.input), self.cancel)
             if not isinstance(result, ToolResult):
                 raise TypeError(f"tool {tool.name!r} returned {type(result).__name__}")
+            if not isinstance(result.content, str):  # would not survive the session file
+                kind = type(result.content).__name__
+                raise TypeError(f"tool {tool.name!r} returned content of type {kind}")
             return result
         except Exception:
             if self.cancelled():

@@ -11,6 +11,8 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
   onto a fragment. A last line that is a whole message but lacks its newline gets one first.
 - A failed write is rolled back to the previous size (best effort), so the file keeps only whole
   lines, and the original ``OSError`` propagates.
+- Only lines the loader accepts are written: a message it would refuse (e.g. a tool call whose
+  input is not a dict, from a faulty model client) raises ``SessionError`` instead.
 - Writers hold an exclusive ``flock`` on the file. A second writer does not wait: it fails at
   once with ``SessionError`` naming the file. ``run_agent`` holds the lock for the whole run.
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
@@ -35,8 +37,15 @@ __all__ = ["load_session", "append_session", "SessionFile", "PathLike"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _encode(message: Message) -> bytes:
+def _encode(path: PathLike, message: Message) -> bytes:
+    """The line of ``message``; ``SessionError`` for a message the loader would refuse (a tool
+    call whose input is not a dict, a non-string content or id, ...): such a line would make the
+    whole file unloadable, so it is never written."""
     data = message_to_json(message)
+    try:
+        message_from_json(data)  # the loader's own rules, on the JSON object about to be written
+    except ValueError as error:
+        raise SessionError(path, f"message not stored: it could not be loaded back ({error})") from None
     try:
         return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     except UnicodeEncodeError:
@@ -166,8 +175,8 @@ class SessionFile:
         fsync: fsync the file after each append (and its folder after creating it).
 
     Raises (from ``load`` and ``append``):
-        SessionError: another process holds the lock, a bad line, or the file appeared while
-            this writer believed it missing.
+        SessionError: another process holds the lock, a bad line, the file appeared while
+            this writer believed it missing, or (``append``) a message the loader would refuse.
         OSError: the disk refused a read or write (after ``append`` rolled back a partial line).
     """
 
@@ -216,11 +225,11 @@ class SessionFile:
 
     def append(self, message: Message) -> None:
         """Append one message as one line (see the module invariants)."""
+        line = _encode(self.path, message)
         if self._fd is None:
             self._create()
         fd = self._fd
         assert fd is not None
-        line = _encode(message)
         if self._needs_newline:
             line = b"\n" + line
         if self._cut_to is not None:
@@ -310,7 +319,8 @@ def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> 
         fsync: force the line to disk before returning (durability against power loss).
 
     Raises:
-        SessionError: another run holds the file's lock.
+        SessionError: another run holds the file's lock, or the message could not be loaded back
+            (nothing is written).
         OSError: the write failed (the file is left with whole lines only).
     """
     with SessionFile(path, fsync=fsync) as session:

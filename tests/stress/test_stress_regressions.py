@@ -21,8 +21,11 @@ from miniagent import (
     Message,
     ModelRequest,
     ProviderError,
+    SessionError,
     TextEvent,
+    Tool,
     ToolCall,
+    ToolResult,
     load_session,
     run_agent,
     tool,
@@ -260,3 +263,56 @@ def test_cli_json_output_is_valid_utf8_with_a_non_utf8_file_name(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()]
     assert lines[-1]["exit_code"] == 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ToolCall("c1", "echo", [1, 2]),  # type: ignore[arg-type]
+        ToolCall("c1", "echo", None),  # type: ignore[arg-type]
+        ToolCall(7, "echo", {}),  # type: ignore[arg-type]
+        ToolCall("c1", None, {}),  # type: ignore[arg-type]
+    ],
+    ids=["list-input", "none-input", "int-id", "none-name"],
+)
+def test_a_malformed_call_from_a_client_never_makes_the_session_unloadable(
+    tmp_path: Path, call: ToolCall
+) -> None:
+    """Found by the stress review: a client yielding a ``ToolCall`` whose input is not a dict (or
+    whose id/name is not a string) ran to completion, but the line it wrote made every later
+    ``load_session`` raise: the file was unloadable for good. Now the session refuses to write a
+    line its loader would refuse: a clear ``SessionError``, and the file stays loadable."""
+    session = tmp_path / "s.jsonl"
+    with pytest.raises(SessionError, match="message not stored"):
+        run_agent(
+            client=ScriptedClient([[call], ["done"]]),
+            system="",
+            tools=[],
+            user="u",
+            max_turns=3,
+            session_path=session,
+        )
+    assert load_session(session) == [Message("user", "u")]
+    resumed = run_agent(
+        client=ScriptedClient([["ok"]]), system="", tools=[], user="again", max_turns=1, session_path=session
+    )
+    assert resumed.stop_reason == "complete"
+
+
+def test_a_tool_returning_non_text_content_is_a_tool_failure(tmp_path: Path) -> None:
+    """Found with the test above: ``ToolResult(123)`` was recorded as is, a line the loader
+    refuses. Now it is a tool failure: the call is answered ``tool execution failed`` and the
+    ``TypeError`` reaches the caller; the session stays loadable."""
+    bad = Tool("bad", "returns a number", {"type": "object"}, lambda arguments, cancel: ToolResult(123))  # type: ignore[arg-type]
+    session = tmp_path / "s.jsonl"
+    with pytest.raises(TypeError, match="content of type int"):
+        run_agent(
+            client=ScriptedClient([[ToolCall("c1", "bad", {})], ["done"]]),
+            system="",
+            tools=[bad],
+            user="u",
+            max_turns=3,
+            session_path=session,
+        )
+    messages = load_session(session)
+    assert messages[-1] == Message("tool", "tool execution failed", (), "c1", True)
