@@ -18,6 +18,19 @@ SETUP = (
 )
 
 
+READING = [
+    "- A loaded machine inflates every absolute figure (the load average is in the table above; on",
+    "  the 2-core machine these came from, other jobs were running). Ratios measured in the same",
+    "  run are the figures to compare; rerun on an idle machine for absolute ones.",
+    "- `import miniagent` is bounded below by the standard library it needs: `dataclasses` (which",
+    "  imports `inspect`, `ast`, `dis`, `enum`, `tokenize`, `re`) for the public frozen dataclasses,",
+    "  `typing` for the `ModelClient` protocol, `json`, `threading`. Together they are most of the",
+    "  import; miniagent's own modules are the rest (see the `-X importtime` line under Start-up).",
+    "- The local model is llama.cpp on 2 threads: its tokens per second collapse when other",
+    "  processes compete for the cores, so treat that section as information only.",
+]
+
+
 def _mark(met: bool | None) -> str:
     return "" if met is None else ("met" if met else "MISSED")
 
@@ -71,6 +84,7 @@ def markdown(report: Report, elapsed: float, command: str, load_before: str, loa
         missed = [f"- {s.title}: {r.name}: {r.value} (target {r.target})" for s, r in targets if not r.met]
         if missed:
             out += ["Missed:", "", *missed, ""]
+    out += ["## Reading these numbers", "", *READING, ""]
     for section in report.sections:
         out += [f"## {section.title}", ""]
         if section.rows:
