@@ -8,8 +8,8 @@
   ``MINIAGENT_STRESS_FULL=1``.
 - ``ENOSPC``: the same against a tiny tmpfs, when this machine lets the test mount one (root with
   ``CAP_SYS_ADMIN``; skipped otherwise), and ``append_session`` on ``/dev/full``.
-- A read-only session file: ``PermissionError`` at load, nothing changed (skipped as root, which
-  ignores file permissions).
+- A read-only session file or folder: the original ``PermissionError``, nothing changed (as root,
+  which ignores file permissions, the run happens in a child that drops to uid 65534).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,16 +133,52 @@ def test_dev_full_enospc() -> None:
     assert raised.value.errno == errno.ENOSPC
 
 
-def test_read_only_session_file(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root ignores file permissions")
-    session = tmp_path / "s.jsonl"
-    append_session(session, Message("user", "hi"))
-    session.chmod(0o444)
-    data = session.read_bytes()
-    with pytest.raises(PermissionError):
-        run_agent(
-            client=ScriptedClient([["x"]]), system="", tools=[], user="u", max_turns=1, session_path=session
+READ_ONLY_CHILD = """
+import json, os, sys
+from miniagent import run_agent
+from miniagent.testing import ScriptedClient
+if os.geteuid() == 0:  # root ignores file permissions: drop to nobody (after the imports)
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+try:
+    client = ScriptedClient([["x"]])
+    run_agent(client=client, system="", tools=[], user="u", max_turns=1, session_path=sys.argv[1])
+except Exception as error:
+    print(json.dumps({"error": type(error).__name__, "errno": getattr(error, "errno", None)}))
+else:
+    print(json.dumps({"error": None}))
+"""
+
+
+@pytest.mark.parametrize("what", ["read-only-file", "read-only-folder"])
+def test_read_only_session(what: str) -> None:
+    """A session the process may not write: the original ``PermissionError`` reaches the caller
+    and nothing changes. As root (which ignores permissions) the run happens in a child process
+    that drops to uid/gid 65534 once its imports are done."""
+    folder = Path(tempfile.mkdtemp(prefix="miniagent-ro-"))
+    try:
+        folder.chmod(0o777)
+        session = folder / "s.jsonl"
+        if what == "read-only-file":
+            append_session(session, Message("user", "hi"))
+            session.chmod(0o444)
+        else:
+            session = folder / "sub" / "s.jsonl"
+            folder.chmod(0o555)
+        before = session.read_bytes() if session.exists() else None
+        done = subprocess.run(
+            [PYTHON, "-c", READ_ONLY_CHILD, str(session)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
         )
-    assert session.read_bytes() == data
-    assert load_session(session) == [Message("user", "hi")]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result == {"error": "PermissionError", "errno": errno.EACCES}, done.stderr
+        assert (session.read_bytes() if session.exists() else None) == before
+        if before is not None:
+            assert load_session(session) == [Message("user", "hi")]
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
