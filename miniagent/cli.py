@@ -27,7 +27,6 @@ Contract (DESIGN.md "CLI"), each point tested in ``tests/test_cli.py``:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -45,7 +44,7 @@ import typer
 from . import __version__
 from .agent import StopReason, exit_code_for_stop_reason, run_agent
 from .errors import MiniagentError, SessionError
-from .messages import Message, ToolCall, message_to_json
+from .messages import Message, ToolCall, json_text, message_to_json
 from .model import ModelEvent, TextEvent
 from .tools import Approval, BeforeToolCall, Tool
 
@@ -185,7 +184,7 @@ def _clip(text: str, limit: int = _LINE_CHARS) -> str:
 
 
 def _call_line(call: ToolCall) -> str:
-    arguments = json.dumps(call.input, ensure_ascii=False, separators=(",", ":"))
+    arguments = json_text(call.input)
     return f"-> {call.name} {_clip(arguments)}"
 
 
@@ -320,7 +319,7 @@ class _Display:
     def on_message(self, message: Message) -> None:
         self.run_messages.append(message)
         if self.json:
-            self.write_out(json.dumps(message_to_json(message), ensure_ascii=False) + "\n")
+            self.write_out(json_text(message_to_json(message)) + "\n")
             return
         if message.role == "user":
             self.spinner.show("thinking")
@@ -358,7 +357,7 @@ class _Display:
             result: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
             if error is not None:
                 result["error"] = error
-            self.write_out(json.dumps(result, ensure_ascii=False) + "\n")
+            self.write_out(json_text(result) + "\n")
         elif not self._at_line_start:
             self.write_out("\n")
 
@@ -491,21 +490,42 @@ class _Agent:
         try:
             from .providers import create_client
 
+            # MINIAGENT_API_KEY: a key for any server, also one on localhost (where the
+            # provider's usual key variable is never sent).
+            api_key = os.environ.get("MINIAGENT_API_KEY") or None
             self.client = create_client(
                 provider,
                 model=self.options.model,
                 base_url=self.options.base_url,
+                api_key=None if provider == "local" else api_key,
             )
         finally:
             self.spinner.hide()
 
     def close(self) -> None:
-        """Stop the spinner and close the client (stops a local server)."""
+        """Stop the spinner and close the client (stops a local server).
+
+        A local server finishes the prompt it is evaluating before it stops, which can take many
+        seconds after a cancel. The close runs in a thread; if it is not done within
+        ``_CLOSE_WAIT_SECONDS`` (or a Ctrl-C arrives), the process is marked to exit at once
+        without waiting for it (``main`` then uses ``os._exit``).
+        """
+        global _exit_without_cleanup
         self.spinner.close()
         client, self.client = self.client, None
         closer = getattr(client, "close", None)
-        if callable(closer):
-            closer()
+        if not callable(closer):
+            return
+        closing = threading.Thread(target=closer, name="miniagent-close", daemon=True)
+        closing.start()
+        deadline = time.monotonic() + _CLOSE_WAIT_SECONDS
+        try:
+            while closing.is_alive() and time.monotonic() < deadline:
+                closing.join(0.05)
+        except KeyboardInterrupt:
+            pass
+        if closing.is_alive():
+            _exit_without_cleanup = True
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
         self.spinner.hide()
@@ -566,7 +586,8 @@ class _Agent:
             return
         if stop_reason == "max_turns":
             self.display.note(
-                f"miniagent: stopped after {self.options.max_turns} turns (--max-turns); "
+                f"miniagent: stopped after {self.options.max_turns} "
+                f"turn{'' if self.options.max_turns == 1 else 's'} (--max-turns); "
                 "the last tool results are recorded"
             )
         elif stop_reason == "aborted":
@@ -606,6 +627,7 @@ def _command_run(options: _Options, prompt: str) -> int:
     _check_options(options)
     if prompt == "-":
         prompt = sys.stdin.read().rstrip("\r\n")
+    prompt = _valid_text(prompt)
     if not prompt.strip():
         raise _Usage("the prompt is empty")
     agent = _Agent(options, chat=False)
@@ -623,6 +645,11 @@ def _command_run(options: _Options, prompt: str) -> int:
         return agent.fail(error)
     finally:
         agent.close()
+
+
+def _valid_text(text: str) -> str:
+    """Replace what was undecodable in argv or stdin (surrogate escapes) with U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _read_line(prompt: str, interactive: bool) -> str | None:
@@ -661,7 +688,7 @@ def _command_chat(options: _Options) -> int:
                 if interactive:
                     sys.stderr.write("\n")
                 return code
-            text = line.strip()
+            text = _valid_text(line.strip())
             if not text:
                 continue
             if text in ("/exit", "/quit"):
@@ -722,7 +749,8 @@ ProviderOpt = Annotated[
         metavar="local|openai|anthropic",
         callback=_check_provider,
         help="Model provider. Default: anthropic if ANTHROPIC_API_KEY is set, else openai if "
-        "OPENAI_API_KEY is set, else the embedded local model.",
+        "OPENAI_API_KEY is set or --base-url is given, else the embedded local model. "
+        "MINIAGENT_API_KEY, when set, is the key sent to any server.",
     ),
 ]
 ModelOpt = Annotated[
@@ -904,6 +932,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
+_CLOSE_WAIT_SECONDS = 1.0
+_exit_without_cleanup = False  # set when a client is still closing: exit without waiting for it
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run the CLI and exit with its code.
 
@@ -914,8 +946,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         SystemExit: always, with the exit code of ``run_cli``.
     """
     code = run_cli(argv)
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if _exit_without_cleanup:
+        os._exit(code)  # the OS reclaims the local server still finishing its prompt
     sys.exit(code)
 
 

@@ -14,11 +14,12 @@ The JSON form (one object per session line) is ``message_to_json`` / ``message_f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json"]
+__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json", "json_text"]
 
 Role = Literal["user", "assistant", "tool"]
 _ROLES = frozenset(("user", "assistant", "tool"))
@@ -120,6 +121,21 @@ def message_to_json(message: Message) -> dict[str, Any]:
     if message.is_error:
         data["is_error"] = True
     return data
+
+
+def json_text(data: Any) -> str:
+    """Compact JSON text of ``data`` that always has a UTF-8 form.
+
+    Non-ASCII characters are kept as they are, unless the data holds a lone surrogate (a file
+    name decoded with ``surrogateescape``, a ``"\\ud800"`` escape from a model), which has no UTF-8
+    form: then the whole text uses ASCII escapes, which load back as the same string.
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, separators=(",", ":"))
+    return text
 
 
 def message_from_json(data: Any) -> Message:

@@ -95,6 +95,7 @@ class FakeOpenAI:
     def __init__(self, turns: Iterable[Turn]) -> None:
         self.turns = list(turns)
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # the headers of each POST, in order
         self.release = threading.Event()
         self.first_event_sent = threading.Event()
         self._cond = threading.Condition()
@@ -110,6 +111,7 @@ class FakeOpenAI:
                 with owner._cond:
                     index = len(owner.requests)
                     owner.requests.append(body)
+                    owner.headers.append(dict(self.headers))
                     owner._cond.notify_all()
                 turn = owner.turns[index] if index < len(owner.turns) else ("status", 400, "script exhausted")
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):

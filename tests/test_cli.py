@@ -516,3 +516,83 @@ def test_run_against_the_local_model(tmp_path: Path, workspace: Path) -> None:
     tools = [line for line in lines if line.get("role") == "tool"]
     assert tools and NOTES in tools[0]["content"]
     assert "purple-elephant-42" in lines[-2]["content"].lower()
+
+
+# --- found by a new user's trial ------------------------------------------------------------------
+
+
+def test_an_install_without_typer_gets_an_install_hint_not_a_traceback(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['typer'] = None; from miniagent._launcher import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=cli_env(tmp_path)
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("miniagent: error: the command line needs typer")
+    assert "pip install 'miniagent[cli]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_python_dash_m_miniagent_runs_the_cli(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "miniagent", "--version"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path),
+    )
+    assert done.returncode == 0 and done.stdout.startswith("miniagent ")
+
+
+def test_a_prompt_with_undecodable_bytes_is_sent_with_replacement_characters(
+    tmp_path: Path, workspace: Path
+) -> None:
+    with FakeOpenAI([text_turn("ok")]) as server:
+        command = cli_command(["run", *model_args(server, workspace), "--json"])
+        done = subprocess.run(
+            [os.fsencode(part) for part in command] + [b"bad \xff byte"],
+            capture_output=True,
+            env=cli_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
+        assert server.requests[0]["messages"][-1]["content"] == "bad \ufffd byte"
+    assert json.loads(done.stdout.decode("utf-8").splitlines()[0])["content"] == "bad \ufffd byte"
+
+
+def test_miniagent_api_key_is_sent_to_a_local_server(tmp_path: Path, workspace: Path) -> None:
+    with FakeOpenAI([text_turn("ok"), text_turn("ok")]) as server:
+        done = run_cli_process(["run", *model_args(server, workspace), "hi"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "Authorization" not in server.headers[0]  # OPENAI_API_KEY never goes to localhost
+        env = {"MINIAGENT_API_KEY": "local-server-key"}
+        done = run_cli_process(["run", *model_args(server, workspace), "hi"], tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert server.headers[1]["Authorization"] == "Bearer local-server-key"
+
+
+def test_a_client_that_is_slow_to_close_does_not_hold_the_exit(tmp_path: Path) -> None:
+    # A local llama.cpp server finishes the prompt it evaluates before it stops; after a cancel
+    # that can take many seconds. The CLI waits about a second, then exits without it.
+    script = tmp_path / "slow_close.py"
+    script.write_text(
+        "import sys, threading, time\n"
+        "import miniagent.providers as providers\n"
+        "from miniagent.testing import ScriptedClient\n"
+        "class Slow(ScriptedClient):\n"
+        "    def close(self):\n"
+        "        time.sleep(60)\n"
+        "providers.create_client = lambda *a, **k: Slow([['done']])\n"
+        "from miniagent.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script), "run", "--provider", "openai", "--workspace", str(tmp_path), "hi"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done\n"
+    assert time.monotonic() - started < 10

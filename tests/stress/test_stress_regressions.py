@@ -245,10 +245,6 @@ def test_a_non_utf8_file_name_from_the_toolbox_through_session_and_provider(tmp_
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CLI (owned by another helper): --json writes a lone surrogate as a raw byte (invalid UTF-8)",
-)
 def test_cli_json_output_is_valid_utf8_with_a_non_utf8_file_name(tmp_path: Path) -> None:
     workspace = _non_utf8_workspace(tmp_path)
     first, second = _list_dir_turns()

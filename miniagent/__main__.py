@@ -1,0 +1,5 @@
+"""``python -m miniagent``: the command line."""
+
+from ._launcher import main
+
+main()
