@@ -4,9 +4,9 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 
 - A line is written with a single ``os.write`` of the JSON text plus ``\\n`` on a file opened with
   ``O_APPEND``; the message is already in memory when it is written (memory first, then disk).
-- Loading never modifies the file. A torn last line (no newline and not a message, as left by a
-  crash in the middle of a write) is dropped; any other bad line raises ``SessionError`` naming the
-  file and line.
+- Loading never modifies the file. A torn last line (no newline, begins with ``{`` and is not
+  JSON: a line cut short by a crash in the middle of a write) is dropped; any other bad line
+  raises ``SessionError`` naming the file and line.
 - The torn tail is cut off (``ftruncate``) before the next append, so a new line is never fused
   onto a fragment. A last line that is a whole message but lacks its newline gets one first.
 - A failed write is rolled back to the previous size (best effort), so the file keeps only whole
@@ -64,11 +64,18 @@ def _decode(line: bytes) -> Message:
 
 
 def _decode_tail(path: PathLike, tail: bytes, number: int | None) -> Message | None:
-    """Decode a last line that has no newline: ``None`` when it is torn (not JSON)."""
+    """Decode a last line that has no newline: ``None`` when it is torn.
+
+    Torn means the start of a line this module writes (every line is a JSON object, so it begins
+    with ``{``), cut short by a crash: not JSON. Any other text that is not a message raises, so a
+    file that is not a session (notes, a binary) is refused, never cut.
+    """
     try:
         data = json.loads(tail)
     except ValueError:
-        return None
+        if tail.lstrip().startswith(b"{"):
+            return None
+        raise SessionError(path, "line is not JSON: not a session file?", line=number) from None
     try:
         return message_from_json(data)
     except ValueError as error:

@@ -194,3 +194,22 @@ def test_read_only_file_raises_the_original_os_error(tmp_path: Path) -> None:
     path.chmod(0o444)
     with pytest.raises(PermissionError):
         append_session(path, RESULT)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"my important notes, no trailing newline", b"\x7fELF\x02\x01\x01\x00\x00binary", b"[1, 2"],
+    ids=["text", "binary", "json-array"],
+)
+def test_a_file_that_is_not_a_session_is_refused_never_cut(tmp_path: Path, content: bytes) -> None:
+    # Found by a new user: `--session notes.txt` on a one-line file without a newline treated the
+    # line as torn and cut it away on the next append.
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(SessionError, match="line is not") as raised:
+        load_session(path)
+    assert raised.value.line == 1
+    with pytest.raises(SessionError):
+        append_session(path, USER)
+    assert path.read_bytes() == content
+
