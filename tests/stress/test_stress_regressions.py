@@ -246,6 +246,8 @@ def test_a_non_utf8_file_name_from_the_toolbox_through_session_and_provider(tmp_
 
 
 def test_cli_json_output_is_valid_utf8_with_a_non_utf8_file_name(tmp_path: Path) -> None:
+    """Found by the stress review: ``--json`` wrote a lone surrogate as a raw byte (invalid UTF-8);
+    fixed in the CLI by its owner."""
     workspace = _non_utf8_workspace(tmp_path)
     first, second = _list_dir_turns()
     with RawServer(reply(first), reply(second)) as server:

@@ -154,27 +154,27 @@ def test_key_never_leaks_from_the_library(
 
 
 @pytest.mark.parametrize("scenario", ["http-401", "stream-error-event", "ok"])
-def test_key_never_leaks_from_the_cli(scenario: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("route", ["OPENAI_API_KEY-via-proxy", "MINIAGENT_API_KEY-direct"])
+def test_key_never_leaks_from_the_cli(scenario: str, route: str, tmp_path: Path) -> None:
     def ok(conn: socket.socket, request: Request, release: threading.Event) -> None:
         conn.sendall(head() + openai_delta("fine ") + openai_text("answer"))
 
     handler = ok if scenario == "ok" else SCENARIOS[scenario]
     with RawServer(handler) as server:
-        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("proxy")}
-        env.update(
-            HTTP_PROXY=server.url,
-            http_proxy=server.url,
-            OPENAI_API_KEY=KEY,
-            HOME=str(tmp_path),
-            XDG_CACHE_HOME=str(tmp_path / "cache"),
-        )
-        env.pop("ANTHROPIC_API_KEY", None)
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("proxy") and "API_KEY" not in k}
+        env.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+        if route.startswith("OPENAI"):  # the environment key, to a "remote" server behind a proxy
+            env.update(HTTP_PROXY=server.url, http_proxy=server.url, OPENAI_API_KEY=KEY)
+            base_url = REMOTE + "/v1"
+        else:  # MINIAGENT_API_KEY is sent to any server, this loopback one included
+            env.update(MINIAGENT_API_KEY=KEY)
+            base_url = server.url + "/v1"
         session = tmp_path / "s.jsonl"
         workspace = tmp_path / "ws"
         workspace.mkdir()
         command = [
             sys.executable, "-m", "miniagent.cli", "run", "hi", "--provider", "openai",
-            "--base-url", REMOTE + "/v1", "--model", "m", "--session", str(session),
+            "--base-url", base_url, "--model", "m", "--session", str(session),
             "--workspace", str(workspace), "--json", "--debug",
         ]  # fmt: skip
         done = subprocess.run(
