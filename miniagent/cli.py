@@ -34,18 +34,18 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import IO, TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from . import __version__
+from ._signals import SignalCancel
+from ._terminal import Display, Spinner, is_terminal
 from .agent import StopReason, exit_code_for_stop_reason, run_agent
 from .errors import MiniagentError, SessionError
-from .messages import Message, ToolCall, json_text, message_to_json
-from .model import ModelEvent, TextEvent
+from .messages import ToolCall
 from .tools import Approval, BeforeToolCall, Tool
 
 if TYPE_CHECKING:
@@ -75,7 +75,6 @@ EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 PROVIDERS = ("local", "openai", "anthropic")
 APPROVALS = ("ask", "read-only", "all")
 DEFAULT_MAX_TURNS = 8
-_LINE_CHARS = 100
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are miniagent, a careful assistant that works on the files in the folder {workspace}.
@@ -176,249 +175,12 @@ def default_system_prompt(workspace: Path, tools: Sequence[Tool]) -> str:
     return DEFAULT_SYSTEM_PROMPT.format(workspace=workspace, tools=names)
 
 
-def _clip(text: str, limit: int = _LINE_CHARS) -> str:
-    """One printable line: whitespace runs collapsed, control characters (escape sequences a
-    file or the model could inject into the terminal) shown as ``?``, at most ``limit`` chars."""
-    text = "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _call_line(call: ToolCall) -> str:
-    arguments = json_text(call.input)
-    return f"-> {call.name} {_clip(arguments)}"
-
-
-def _result_line(name: str, message: Message) -> str:
-    first = next((line for line in message.content.splitlines() if line.strip()), "")
-    status = "error" if message.is_error else "ok"
-    return f"<- {name} {status} ({len(message.content)} chars): {_clip(first)}"
-
-
 def _error_text(error: BaseException) -> str:
     if isinstance(error, SessionError):
         return f"session {error} (the file was left untouched)"
     if isinstance(error, MiniagentError | OSError):
         return str(error) or type(error).__name__
     return f"{type(error).__name__}: {error}"
-
-
-# --- terminal output --------------------------------------------------------------------------
-
-
-def _is_terminal(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class _Spinner:
-    """A status line on stderr, redrawn by a daemon thread every 100 ms while a label is set.
-
-    Every writer to the terminal (stdout or stderr) calls ``hide()`` first; ``hide`` clears the
-    line under the same lock the thread draws with, so text never mixes with a frame.
-    """
-
-    def __init__(self, stream: IO[str], enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.lock = threading.Lock()
-        self.label: str | None = None
-        self._shown = False
-        self._closed = threading.Event()
-        self._thread: threading.Thread | None = None
-        encoding = (getattr(stream, "encoding", None) or "").lower()
-        self._frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" if encoding.startswith("utf") else "|/-\\"
-
-    def show(self, label: str) -> None:
-        if not self.enabled:
-            return
-        self.label = label
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._draw, name="miniagent-spinner", daemon=True)
-            self._thread.start()
-
-    def hide(self) -> None:
-        if not self.enabled:
-            return
-        with self.lock:
-            self.label = None
-            self._clear()
-
-    def close(self) -> None:
-        self.hide()
-        self._closed.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-
-    def _clear(self) -> None:
-        if self._shown:
-            with contextlib.suppress(OSError, ValueError):
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
-            self._shown = False
-
-    def _draw(self) -> None:
-        frame = 0
-        while not self._closed.is_set():
-            with self.lock:
-                label = self.label
-                if label is not None:
-                    with contextlib.suppress(OSError, ValueError):
-                        self.stream.write(f"\r\x1b[K{self._frames[frame % len(self._frames)]} {label}")
-                        self.stream.flush()
-                    self._shown = True
-            frame += 1
-            self._closed.wait(0.1)
-
-
-@dataclass
-class _Display:
-    """Turns the loop's callbacks into terminal or JSON output for one command.
-
-    Modes: ``json`` (JSON lines only), ``stream`` (assistant text as it arrives), otherwise
-    committed messages (``chat``) or the last answer at the end (``run``).
-    """
-
-    json: bool
-    stream_text: bool
-    print_messages: bool  # chat without a terminal: print each committed assistant text
-    tool_lines_to_stdout: bool  # chat: tool lines are part of the conversation
-    spinner: _Spinner
-    out: IO[str] = field(default_factory=lambda: sys.stdout)
-    err: IO[str] = field(default_factory=lambda: sys.stderr)
-    run_messages: list[Message] = field(default_factory=list)
-    _names: dict[str, str] = field(default_factory=dict)
-    _at_line_start: bool = True
-    _streamed: bool = False
-
-    def begin_run(self) -> None:
-        self.run_messages = []
-        self._streamed = False
-
-    def write_out(self, text: str) -> None:
-        self.spinner.hide()
-        self.out.write(text)
-        self.out.flush()
-        if text:
-            self._at_line_start = text.endswith("\n")
-
-    def note(self, text: str) -> None:
-        """One line of progress or information on stderr."""
-        self.spinner.hide()
-        if not self._at_line_start and _is_terminal(self.out) and _is_terminal(self.err):
-            self.write_out("\n")
-        self.err.write(text + "\n")
-        self.err.flush()
-
-    def on_event(self, event: ModelEvent) -> None:
-        if self.stream_text and isinstance(event, TextEvent) and event.text:
-            self._streamed = True
-            self.write_out(event.text)
-
-    def on_message(self, message: Message) -> None:
-        self.run_messages.append(message)
-        if self.json:
-            self.write_out(json_text(message_to_json(message)) + "\n")
-            return
-        if message.role == "user":
-            self.spinner.show("thinking")
-        elif message.role == "assistant":
-            self.spinner.hide()
-            if self._streamed and not self._at_line_start:
-                self.write_out("\n")
-            elif self.print_messages and message.content.strip():
-                self.write_out(message.content.rstrip("\n") + "\n")
-            self._streamed = False
-            for call in message.tool_calls:
-                self._names[call.id] = call.name
-                self._tool_line(_call_line(call))
-        elif message.role == "tool":
-            name = self._names.get(message.tool_call_id or "", "?")
-            self._tool_line(_result_line(name, message))
-            self.spinner.show("thinking")
-
-    def _tool_line(self, line: str) -> None:
-        if self.tool_lines_to_stdout:
-            self.write_out(line + "\n")
-        else:
-            self.note(line)
-
-    def last_answer(self) -> str:
-        """The last non-empty assistant text committed in this run ("" when none)."""
-        for message in reversed(self.run_messages):
-            if message.role == "assistant" and message.content.strip():
-                return message.content
-        return ""
-
-    def finish_run(self, stop_reason: StopReason | None, exit_code: int, error: str | None = None) -> None:
-        self.spinner.hide()
-        if self.json:
-            result: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
-            if error is not None:
-                result["error"] = error
-            self.write_out(json_text(result) + "\n")
-        elif not self._at_line_start:
-            self.write_out("\n")
-
-
-# --- signals ------------------------------------------------------------------------------------
-
-
-class _SignalCancel:
-    """Within ``with``: SIGINT/SIGTERM set ``cancel``; a second signal exits at once.
-
-    Only installed in the main thread (Python delivers signals there); the previous handlers are
-    restored on exit. ``interruptible`` (set while an approval prompt waits) makes the first
-    SIGINT also raise ``KeyboardInterrupt`` so the prompt stops waiting.
-    """
-
-    def __init__(self, cancel: threading.Event, spinner: _Spinner) -> None:
-        self.cancel = cancel
-        self.spinner = spinner
-        self.signum: int | None = None
-        self.interruptible = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _SignalCancel:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is not None:
-            # Second signal: leave now. Flushing may fail if we interrupted a write; that is fine.
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            shell = sys.modules.get("miniagent.toolbox.shell")
-            if shell is not None:  # no command of ours may outlive us
-                shell.kill_running_commands()
-            os._exit(128 + signum)
-        self.signum = signum
-        self.cancel.set()
-        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        # No locks here (the main thread may hold one): write straight to the file descriptor.
-        self.spinner.label = None if not self.spinner.enabled else "cancelling..."
-        with contextlib.suppress(OSError):
-            os.write(
-                2,
-                f"\r\x1b[Kminiagent: {name}: cancelling (press Ctrl-C again to quit now)\n".encode()
-                if _is_terminal(sys.stderr)
-                else f"miniagent: {name}: cancelling\n".encode(),
-            )
-        if self.interruptible and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-
-    def exit_code(self, default: int) -> int:
-        """``128 + signal`` when a signal arrived, else ``default``."""
-        return 128 + self.signum if self.signum is not None else default
 
 
 # --- one command's session --------------------------------------------------------------------
@@ -449,10 +211,10 @@ class _Agent:
     def __init__(self, options: _Options, *, chat: bool) -> None:
         self.options = options
         self.chat = chat
-        stdout_tty = _is_terminal(sys.stdout)
-        stderr_tty = _is_terminal(sys.stderr)
-        self.spinner = _Spinner(sys.stderr, enabled=stderr_tty and not options.json)
-        self.display = _Display(
+        stdout_tty = is_terminal(sys.stdout)
+        stderr_tty = is_terminal(sys.stderr)
+        self.spinner = Spinner(sys.stderr, enabled=stderr_tty and not options.json)
+        self.display = Display(
             json=options.json,
             stream_text=stdout_tty and not options.json,
             print_messages=chat and not stdout_tty and not options.json,
@@ -462,9 +224,9 @@ class _Agent:
         self.client: ModelClient | None = None
         self.tools: list[Tool] = []
         self.policy: BeforeToolCall | None = None
-        self.approval_mode = resolve_approval(options.approve, _is_terminal(sys.stdin))
+        self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
         self.system = ""
-        self.signals: _SignalCancel | None = None
+        self.signals: SignalCancel | None = None
 
     def open(self) -> None:
         """Create the tools and the model client (imports the toolbox and providers now).
@@ -553,7 +315,7 @@ class _Agent:
         assert self.client is not None
         cancel = threading.Event()
         self.display.begin_run()
-        with _SignalCancel(cancel, self.spinner) as signals:
+        with SignalCancel(cancel, self.spinner) as signals:
             self.signals = signals
             try:
                 result = run_agent(
@@ -667,7 +429,7 @@ def _command_chat(options: _Options) -> int:
         options.session = default_session_path()
         sys.stderr.write(f"miniagent: session {options.session} (resume with --session {options.session})\n")
     agent = _Agent(options, chat=True)
-    interactive = _is_terminal(sys.stdin)
+    interactive = is_terminal(sys.stdin)
     code = EXIT_OK
     try:
         from .session import load_session

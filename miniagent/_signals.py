@@ -1,0 +1,71 @@
+"""Signals of the CLI: the first SIGINT/SIGTERM cancels the run, a second one exits at once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from ._terminal import Spinner, is_terminal
+
+__all__ = ["SignalCancel"]
+
+
+class SignalCancel:
+    """Within ``with``: SIGINT/SIGTERM set ``cancel``; a second signal exits at once.
+
+    Only installed in the main thread (Python delivers signals there); the previous handlers are
+    restored on exit. ``interruptible`` (set while an approval prompt waits) makes the first
+    SIGINT also raise ``KeyboardInterrupt`` so the prompt stops waiting.
+    """
+
+    def __init__(self, cancel: threading.Event, spinner: Spinner) -> None:
+        self.cancel = cancel
+        self.spinner = spinner
+        self.signum: int | None = None
+        self.interruptible = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalCancel:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:
+            # Second signal: leave now. Flushing may fail if we interrupted a write; that is fine.
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            shell = sys.modules.get("miniagent.toolbox.shell")
+            if shell is not None:  # no command of ours may outlive us
+                shell.kill_running_commands()
+            os._exit(128 + signum)
+        self.signum = signum
+        self.cancel.set()
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        # No locks here (the main thread may hold one): write straight to the file descriptor.
+        self.spinner.label = None if not self.spinner.enabled else "cancelling..."
+        with contextlib.suppress(OSError):
+            os.write(
+                2,
+                f"\r\x1b[Kminiagent: {name}: cancelling (press Ctrl-C again to quit now)\n".encode()
+                if is_terminal(sys.stderr)
+                else f"miniagent: {name}: cancelling\n".encode(),
+            )
+        if self.interruptible and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+
+    def exit_code(self, default: int) -> int:
+        """``128 + signal`` when a signal arrived, else ``default``."""
+        return 128 + self.signum if self.signum is not None else default
