@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -583,3 +586,277 @@ def test_large_command_output_is_fast_and_bounded(ws: Path) -> None:
     assert result.content.startswith("aaaa")
     assert "bytes left out" in result.content
     assert result.content.endswith("a\nexit code: 0")
+
+
+# --- secrets stay out of commands and their output --------------------------------------------------
+
+FAKE_KEY = "sk-test-SECRET123"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("ANTHROPIC_API_KEY", True),
+        ("openai_api_key", True),
+        ("GITHUB_TOKEN", True),
+        ("SLACK_BOT_TOKEN", True),
+        ("DB_PASSWORD", True),
+        ("AWS_ACCESS_KEY", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("DJANGO_SECRET_KEY", True),
+        ("CLIENT_SECRET", True),
+        ("SECRET_KEY_BASE", True),
+        ("API_KEY", True),
+        ("TOKEN", True),
+        ("HOME", False),
+        ("PATH", False),
+        ("MY_SETTING", False),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("KEYBOARD", False),
+        ("PASSWORD_STORE_DIR", False),
+        ("SECRETARY", False),
+    ],
+)
+def test_secret_variable_names(name: str, secret: bool) -> None:
+    from miniagent.toolbox.environment import is_secret_name
+
+    assert is_secret_name(name) is secret
+
+
+@pytest.fixture
+def fake_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-SECRET456")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_testSECRET789")
+    monkeypatch.setenv("my_db_password", "hunter2hunter2")
+    monkeypatch.setenv("MY_SETTING", "visible-value")
+
+
+@pytest.mark.usefixtures("fake_keys")
+def test_command_environment_has_no_secrets(ws: Path) -> None:
+    tool = tools_for(ws)["run_command"]  # created before the call: os.environ is read per call
+    listing = tool.execute({"command": "env"}, None)
+    assert not listing.is_error
+    for secret in (FAKE_KEY, "sk-ant-test-SECRET456", "ghp_testSECRET789", "hunter2hunter2"):
+        assert secret not in listing.content
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "my_db_password"):
+        assert f"{name}=" not in listing.content
+    assert "MY_SETTING=visible-value" in listing.content
+    assert f"HOME={os.environ['HOME']}" in listing.content
+    assert f"PATH={os.environ['PATH']}" in listing.content
+    printed = tool.execute({"command": "printenv OPENAI_API_KEY"}, None)
+    assert printed == ToolResult("exit code: 1", is_error=True)
+
+
+@pytest.mark.usefixtures("fake_keys")
+def test_secret_values_are_redacted_from_command_output(ws: Path, run: Run) -> None:
+    (ws / "leak.txt").write_text(f"key={FAKE_KEY}\nshort=abc\n")
+    result = run("run_command", command="cat leak.txt; cat /proc/$PPID/environ | tr '\\0' '\\n'")
+    assert FAKE_KEY not in result.content
+    assert result.content.startswith("key=***\nshort=abc\n")
+
+
+def test_parent_environ_read_through_proc_is_redacted(ws: Path) -> None:
+    """The key is in the real environment of the process running the tool (not only in
+    os.environ), so /proc/$PPID/environ really holds it; the output must still not show it."""
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("needs /proc")
+    script = (
+        "import sys\n"
+        "from miniagent.toolbox import default_tools\n"
+        "tool = {t.name: t for t in default_tools(sys.argv[1])}['run_command']\n"
+        "result = tool.execute({'command': \"cat /proc/$PPID/environ | tr '\\\\0' '\\\\n'\"}, None)\n"
+        "sys.stdout.write(result.content)\n"
+    )
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "MY_SETTING": "visible-value"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ws)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "MY_SETTING=visible-value" in done.stdout  # the parent's environment was read
+    assert "OPENAI_API_KEY=***" in done.stdout
+    assert FAKE_KEY not in done.stdout
+
+
+def test_custom_command_env_is_honoured(ws: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "ONLY": "this", "LEAK_TOKEN": FAKE_KEY}
+    tool = tools_for(ws, command_env=env)["run_command"]
+    env["ONLY"] = "changed later"  # copied when the tools are made
+    listing = tool.execute({"command": "env"}, None).content
+    names = {line.split("=", 1)[0] for line in listing.splitlines()[:-1] if "=" in line}
+    assert "ONLY=this" in listing
+    assert "HOME" not in names and "LEAK_TOKEN" in names  # exactly that environment
+    assert FAKE_KEY not in listing  # passed on purpose, still redacted from the output
+    same = tool.execute({"command": f'test "$LEAK_TOKEN" = {FAKE_KEY} && echo same'}, None)
+    assert same == ToolResult("same\nexit code: 0")
+
+
+def test_redaction_happens_before_the_cap_cuts(ws: Path) -> None:
+    tool = tools_for(ws, max_output_chars=300, command_env={"LEAK_TOKEN": FAKE_KEY})["run_command"]
+    for count, dropped in ((40, False), (23_530, True)):  # kept whole; middle dropped (400 kB)
+        size = count * len(FAKE_KEY)
+        command = f"yes \"$LEAK_TOKEN\" | tr -d '\\n' | head -c {size}"
+        result = tool.execute({"command": command}, None)
+        assert result.content.endswith("***\nexit code: 0")
+        assert ("bytes left out" in result.content) is dropped
+        for start in range(len(FAKE_KEY) - 4):  # not even a piece of the key at a cut
+            assert FAKE_KEY[start : start + 5] not in result.content.replace("***", "\n")
+
+
+@pytest.mark.parametrize(
+    ("env", "error"),
+    [({"A": 1}, TypeError), ({"A=B": "x"}, ValueError), ({"": "x"}, ValueError),
+     ({"A": "x\x00y"}, ValueError)],
+)
+def test_invalid_command_env_is_refused(ws: Path, env: dict[str, Any], error: type) -> None:
+    with pytest.raises(error):
+        default_tools(ws, command_env=env)
+
+
+# --- grep in a child process: time limit and cancel -------------------------------------------------
+
+
+def shell_running() -> set[int]:
+    from miniagent.toolbox.shell import _RUNNING
+
+    return set(_RUNNING)
+
+
+def live_children() -> list[int]:
+    """Pids of this process's children that are running (zombies excluded)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if int(fields[1]) == os.getpid() and fields[0] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.usefixtures("fake_keys")
+def test_key_stays_out_of_the_session_of_an_agent_run(ws: Path, tmp_path: Path) -> None:
+    """The user's report: the model runs `env | grep KEY` with the key set."""
+    session = tmp_path / "session.jsonl"
+    client = ScriptedClient([[ToolCall("1", "run_command", {"command": "env | grep KEY"})], ["ok"]])
+    result = run_agent(
+        client=client, system="s", tools=default_tools(ws), user="go", max_turns=3,
+        session_path=session,
+    )
+    answer = next(m for m in result.messages if m.role == "tool")
+    assert answer.content == "exit code: 1"  # grep found no variable named *KEY*
+    assert FAKE_KEY not in session.read_text()
+
+
+def test_grep_slow_regex_times_out(ws: Path, run: Run) -> None:
+    (ws / "redos.txt").write_text("a" * 40 + "b\n")
+    started = time.monotonic()
+    result = run("grep", pattern="(a+)+$", path="redos.txt", timeout=1)
+    elapsed = time.monotonic() - started
+    print(f"ReDoS grep with timeout=1 took {elapsed:.2f} s")
+    assert result.is_error
+    assert result.content.startswith("no matches for '(a+)+$'\n[timed out after 1 s;")
+    assert elapsed < 4.0
+    assert not shell_running()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_grep_cancel_from_another_thread(ws: Path, run: Run) -> None:
+    (ws / "a.txt").write_text("aaa\n")  # matched before the slow file (sorted order)
+    (ws / "redos.txt").write_text("a" * 40 + "b\n")
+    cancel = threading.Event()
+    groups: list[int] = []
+    set_at: list[float] = []
+
+    def canceller() -> None:
+        deadline = time.monotonic() + 10
+        while not shell_running() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        groups.extend(shell_running())
+        time.sleep(0.3)  # deep inside re by now
+        set_at.append(time.monotonic())
+        cancel.set()
+
+    thread = threading.Thread(target=canceller)
+    thread.start()
+    result = run("grep", cancel, pattern="(a+)+$|^aaa$")
+    returned_at = time.monotonic()
+    thread.join()
+    latency = returned_at - set_at[0]
+    print(f"grep cancel latency: {latency * 1000:.1f} ms")
+    assert latency < 1.0
+    assert result == ToolResult("a.txt:1: aaa\n[cancelled]", is_error=True)
+    assert len(groups) == 1  # the worker was running when cancelled
+    assert group_gone(groups[0])
+    assert live_children() == []
+
+
+def test_grep_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> None:
+    (ws / "a.txt").write_text("hit\n")
+    tool = tools_for(ws)["grep"]
+    assert tool.input_schema["properties"]["timeout"]["maximum"] == 300
+    assert run("grep", pattern="hit", timeout=300) == ToolResult("a.txt:1: hit")
+    lowered = tool.execute({"pattern": "hit", "timeout": 10_000}, None)
+    assert lowered == ToolResult("[timeout lowered to the maximum of 300 s]\na.txt:1: hit")
+    assert tool.execute({"pattern": "hit", "timeout": 0}, None).is_error
+
+
+def test_grep_bad_regex_is_refused_before_any_child(ws: Path, run: Run) -> None:
+    started = time.monotonic()
+    bad = run("grep", pattern="(a+)+$)")
+    assert bad.is_error and "invalid regular expression" in bad.content
+    assert time.monotonic() - started < 0.5
+
+
+def test_grep_worker_failure_is_an_error_result(
+    ws: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from miniagent.toolbox import search
+
+    monkeypatch.setattr(search, "_WORKER", ws / "missing_worker.py")
+    result = run("grep", pattern="x")
+    assert result.is_error
+    assert result.content.startswith("the search failed (exit status 2): ")
+    assert "missing_worker.py" in result.content
+
+
+def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
+    from miniagent.toolbox import search
+
+    (ws / "a.txt").write_text("hit\n")
+    request = {
+        "root": str(ws.resolve()), "top": str(ws.resolve()), "is_dir": True, "pattern": "hit",
+        "glob": "*.txt", "max_matches": 10, "max_line_chars": 50, "max_file_bytes": 1000,
+        "sniff_bytes": 100, "skipped_folders": [".git"],
+    }
+    argv = search._worker_argv()
+    done = subprocess.run(
+        [*argv[:-1], "-X", "importtime", argv[-1]],
+        input=json.dumps(request).encode(), capture_output=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        b'["match", "a.txt:1: hit"]', b'["done", {"skipped": {}, "full": false}]'
+    ]
+    imported = {line.split(b"|")[-1].strip() for line in done.stderr.splitlines()}
+    assert not any(name.startswith((b"miniagent", b"typing", b"pathlib")) for name in imported)
+
+
+def test_ordinary_grep_latency(ws: Path, run: Run) -> None:
+    for index in range(50):
+        (ws / f"f{index}.txt").write_text("".join(f"line {n}\n" for n in range(200)))
+    (ws / "f7.txt").write_text("needle\n")
+    times = []
+    for _ in range(10):
+        started = time.perf_counter()
+        result = run("grep", pattern="needle")
+        times.append(time.perf_counter() - started)
+    assert result == ToolResult("f7.txt:1: needle")
+    median = sorted(times)[len(times) // 2]
+    print(f"ordinary grep over 50 files: median {median * 1000:.1f} ms")
+    assert median < 1.0

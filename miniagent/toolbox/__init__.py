@@ -9,17 +9,26 @@ tool                  read_only   input
 ``write_file``        no          ``path``, ``content``
 ``edit_file``         no          ``path``, ``old_text``, ``new_text``
 ``list_dir``          yes         ``path`` (default ``.``), ``depth``
-``grep``              yes         ``pattern``, ``path`` (default ``.``), ``glob``
+``grep``              yes         ``pattern``, ``path`` (default ``.``), ``glob``, ``timeout``
 ``run_command``       no          ``command``, ``timeout`` (seconds)
 ====================  ==========  ===========================================================
 
-Modules: ``paths`` (confinement), ``output`` (decoding and capping), ``files``, ``search``,
-``shell``.
+Child processes: ``run_command`` and ``grep`` (whose search runs in a child so that a slow regular
+expression can be cancelled or timed out) run in their own process group, stopped on cancel or
+timeout. Secrets: they get an environment without secret variables -- ``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY`` and any name that, upper-cased, is or ends with ``_API_KEY``, ``_APIKEY``,
+``_TOKEN``, ``_SECRET``, ``_SECRET_KEY``, ``_PASSWORD``, ``_PASSWD``, ``_ACCESS_KEY``,
+``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_`` (``environment``) -- and
+values of such variables (at least 8 characters) are replaced with ``***`` in command output.
+
+Modules: ``paths`` (confinement), ``output`` (decoding and capping), ``environment`` (secret
+variables), ``files``, ``search`` (with its child ``_grep_worker``), ``shell``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from ..tools import Tool
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
@@ -46,7 +55,10 @@ MIN_OUTPUT_CHARS = 200
 
 
 def default_tools(
-    workspace: str | os.PathLike[str], *, max_output_chars: int = 30_000
+    workspace: str | os.PathLike[str],
+    *,
+    max_output_chars: int = 30_000,
+    command_env: Mapping[str, str] | None = None,
 ) -> list[Tool]:
     """Return the six built-in tools, confined to ``workspace``.
 
@@ -54,13 +66,24 @@ def default_tools(
         workspace: the folder the tools work in; every path must resolve inside it.
         max_output_chars: cap of each result in characters (head and tail kept, with a note
             giving the exact number of characters left out).
+        command_env: the environment of ``run_command``'s commands. ``None`` (default):
+            ``os.environ`` at each call without its secret variables -- ``OPENAI_API_KEY``,
+            ``ANTHROPIC_API_KEY`` and every name that, upper-cased, is or ends with
+            ``_API_KEY``, ``_APIKEY``, ``_TOKEN``, ``_SECRET``, ``_SECRET_KEY``, ``_PASSWORD``,
+            ``_PASSWD``, ``_ACCESS_KEY`` or ``_PRIVATE_KEY``, or contains ``SECRET_`` at its
+            start or after ``_`` (``environment.is_secret_name``). A mapping: exactly that
+            environment (copied now; nothing added or removed). Either way, values (>= 8
+            characters) of secret variables of ``os.environ`` and of the command's environment are
+            replaced with ``***`` in command output.
 
     Returns:
         ``[read_file, write_file, edit_file, list_dir, grep, run_command]``.
 
     Raises:
         NotADirectoryError: ``workspace`` is not an existing folder.
-        ValueError: ``max_output_chars`` is below 200.
+        ValueError: ``max_output_chars`` is below 200, or ``command_env`` has a name that is
+            empty or contains ``=`` or NUL, or a value with NUL.
+        TypeError: ``command_env`` has a name or value that is not a ``str``.
     """
     if max_output_chars < MIN_OUTPUT_CHARS:
         raise ValueError(f"max_output_chars must be at least {MIN_OUTPUT_CHARS}")
@@ -71,5 +94,5 @@ def default_tools(
         edit_file_tool(root),
         list_dir_tool(root, max_output_chars),
         grep_tool(root, max_output_chars),
-        run_command_tool(root, max_output_chars),
+        run_command_tool(root, max_output_chars, env=command_env),
     ]

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 
 __all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "cap", "omission_note", "OutputBuffer"]
 
@@ -94,14 +95,29 @@ class OutputBuffer:
             if len(self._tail) > 2 * self._keep:
                 del self._tail[: len(self._tail) - self._keep]
 
-    def text(self, max_chars: int) -> str:
+    def complete(self) -> bytes | None:
+        """Return the whole stream when every byte was kept, else ``None``."""
+        if len(self._head) + len(self._tail) == self.total_bytes:
+            return bytes(self._head + self._tail)
+        return None
+
+    def text(self, max_chars: int, redact: Callable[[str], str] | None = None) -> str:
         """Return the stream decoded (``decode``) and capped (``cap``) to ``max_chars`` characters.
 
         When the stream was longer than the kept bytes, the note counts the characters left out
         of the kept ends plus the bytes in the middle that were never kept.
+
+        Args:
+            max_chars: the cap in characters.
+            redact: applied to the decoded text *before* it is cut (to each kept end when the
+                middle was dropped), so a cut never leaves part of a redacted value behind. With
+                ``keep_bytes >= 4 * max_chars + 16`` the shown parts never reach the ends of a
+                dropped middle either. The note then counts characters after redaction.
         """
-        if len(self._head) + len(self._tail) == self.total_bytes:
-            return cap(decode(bytes(self._head + self._tail)), max_chars)
+        whole = self.complete()
+        if whole is not None:
+            text = decode(whole)
+            return cap(text if redact is None else redact(text), max_chars)
         if len(self._tail) > self._keep:
             del self._tail[: len(self._tail) - self._keep]
         # Middle dropped: decode each end without splitting a UTF-8 sequence at the cut.
@@ -113,6 +129,8 @@ class OutputBuffer:
         while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
             skip += 1
         tail_text = decode(tail[skip:])
+        if redact is not None:
+            head_text, tail_text = redact(head_text), redact(tail_text)
         dropped_bytes = self.total_bytes - head_used - (len(tail) - skip)
         note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))
         head_chars, tail_chars = _split_budget(max_chars, note_length)

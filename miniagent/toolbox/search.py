@@ -3,115 +3,79 @@
 Walks the given folder (or searches one file) without following symlinks to folders; symlinks to
 files are searched only when they resolve inside the workspace. Binary files, files larger than
 ``MAX_FILE_BYTES`` and the ``.git`` folder are skipped.
+
+The search itself runs in a child process (``_grep_worker.py`` via ``shell.run_process``): a
+regular expression can backtrack for minutes inside ``re`` (``(a+)+$`` against ``"a" * 40 + "b"``),
+where no cancel event reaches, so the child is killed when the cancel event is set (within about
+20 ms) or after ``timeout`` seconds (default ``DEFAULT_TIMEOUT_SECONDS``). This process compiles
+the pattern first (a bad one is an error result at once) and resolves the path inside the
+workspace; the child gets the resolved root and top, an environment without secrets, and imports
+only the standard library (about 20 ms of start-up per call).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import os
+import json
 import re
-import stat
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from ..tools import Tool, ToolResult
+from .environment import scrubbed_environ
 from .files import guarded
-from .output import cap, decode, is_binary
+from .output import BINARY_SNIFF_BYTES, cap, decode
 from .paths import OutsideWorkspaceError, Workspace
+from .shell import ProcessOutcome, run_process
 
-__all__ = ["grep_tool", "MAX_MATCHES", "MAX_LINE_CHARS", "MAX_FILE_BYTES"]
+__all__ = [
+    "grep_tool",
+    "MAX_MATCHES",
+    "MAX_LINE_CHARS",
+    "MAX_FILE_BYTES",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_TIMEOUT_SECONDS",
+]
 
 MAX_MATCHES = 1000
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 20 * 1024 * 1024
-_SKIPPED_FOLDERS = frozenset({".git"})
+DEFAULT_TIMEOUT_SECONDS = 30.0
+MAX_TIMEOUT_SECONDS = 300.0
+_SKIPPED_FOLDERS = (".git",)
+_WORKER = Path(__file__).with_name("_grep_worker.py")
+# Everything the child writes is kept (at most MAX_MATCHES JSON lines of bounded length).
+_WORKER_KEEP_BYTES = 64 * 1024 * 1024
 
 
-class _Search:
-    """The state of one grep call."""
+def _worker_argv() -> list[str]:
+    """The child's command line: this interpreter, isolated (-I), without site (-S)."""
+    utf8 = "1" if sys.flags.utf8_mode else "0"  # the same file-name encoding as this process
+    return [sys.executable, "-I", "-S", "-X", f"utf8={utf8}", str(_WORKER)]
 
-    def __init__(self, workspace: Workspace, regex: re.Pattern[str], glob: str | None) -> None:
-        self.workspace = workspace
-        self.regex = regex
-        self.glob = glob
-        self.matches: list[str] = []
-        self.skipped: dict[str, int] = {}
-        self.full = False
 
-    def skip(self, why: str) -> None:
-        self.skipped[why] = self.skipped.get(why, 0) + 1
-
-    def wanted(self, path: Path) -> bool:
-        if self.glob is None:
-            return True
-        relative = self.workspace.display(path)
-        return fnmatch.fnmatch(path.name, self.glob) or fnmatch.fnmatch(relative, self.glob)
-
-    def search_file(self, path: Path) -> None:
-        shown = self.workspace.display(path)
+def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | None, str]:
+    """Split the child's output into matches, the final summary (if any) and other text."""
+    data = outcome.output.complete()
+    if data is None:
+        return [], None, "the search output was too large"
+    matches: list[str] = []
+    summary: dict[str, Any] | None = None
+    other: list[str] = []
+    for raw in data.split(b"\n"):
+        if not raw:
+            continue
         try:
-            info = path.stat()
-            if not stat.S_ISREG(info.st_mode):
-                self.skip("special files (not regular)")
-                return
-            if info.st_size > MAX_FILE_BYTES:
-                self.skip("files larger than 20 MB")
-                return
-            data = path.read_bytes()
-        except OSError:
-            self.skip("unreadable files")
-            return
-        if is_binary(data):
-            self.skip("binary files")
-            return
-        lines = decode(data).split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            line = line.removesuffix("\r")
-            if self.regex.search(line):
-                if len(line) > MAX_LINE_CHARS:
-                    line = line[:MAX_LINE_CHARS] + f"[... {len(line) - MAX_LINE_CHARS} more]"
-                self.matches.append(f"{shown}:{number}: {line}")
-                if len(self.matches) >= MAX_MATCHES:
-                    self.full = True
-                    return
-
-    def search_entry(self, path: Path) -> None:
-        """Search a directory entry found while walking (never followed if a folder symlink)."""
-        if path.is_symlink():
-            try:
-                target = path.resolve()
-            except (OSError, RuntimeError):
-                self.skip("broken symlinks")
-                return
-            if not self.workspace.contains(target):
-                self.skip("symlinks leading outside the workspace")
-                return
-            if not target.is_file():
-                self.skip("symlinks to folders (not followed)")
-                return
-        if self.wanted(path):
-            self.search_file(path)
-
-    def walk(self, top: Path, cancel: threading.Event | None) -> bool:
-        """Search every file under ``top``; return ``False`` when cancelled."""
-        for folder, folders, files in os.walk(top, followlinks=False):
-            folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS)
-            base = Path(folder)
-            # os.walk lists symlinks to folders among the folders; route them through the checks.
-            for name in list(folders):
-                if (base / name).is_symlink():
-                    folders.remove(name)
-                    self.search_entry(base / name)
-            for name in sorted(files):
-                if cancel is not None and cancel.is_set():
-                    return False
-                self.search_entry(base / name)
-                if self.full:
-                    return True
-        return True
+            kind, value = json.loads(raw)
+        except ValueError:  # a line cut by a kill, or a traceback
+            other.append(decode(raw))
+            continue
+        if kind == "match":
+            matches.append(str(value))
+        elif kind == "done":
+            summary = value
+    return matches, summary, "\n".join(other)
 
 
 def _grep(
@@ -122,42 +86,96 @@ def _grep(
 ) -> ToolResult:
     pattern = str(arguments["pattern"])
     glob = arguments.get("glob")
+    raw_timeout = arguments.get("timeout")
+    timeout = DEFAULT_TIMEOUT_SECONDS if raw_timeout is None else float(raw_timeout)
+    if not timeout > 0:
+        return ToolResult("timeout must be a positive number of seconds", is_error=True)
+    notes: list[str] = []
+    if timeout > MAX_TIMEOUT_SECONDS:
+        notes.append(f"[timeout lowered to the maximum of {MAX_TIMEOUT_SECONDS:g} s]")
+        timeout = MAX_TIMEOUT_SECONDS
     try:
-        regex = re.compile(pattern)
+        re.compile(pattern)
     except re.error as error:
         return ToolResult(f"invalid regular expression {pattern!r}: {error}", is_error=True)
     try:
         top = workspace.resolve(str(arguments.get("path", ".")))
     except OutsideWorkspaceError as error:
         return ToolResult(str(error), is_error=True)
-    search = _Search(workspace, regex, str(glob) if glob else None)
-    finished = True
     if top.is_dir():
-        finished = search.walk(top, cancel)
+        is_dir = True
     elif top.is_file():
-        search.search_file(top)
+        is_dir = False
     else:
         return ToolResult(f"not found: {workspace.display(top)}", is_error=True)
-    lines = search.matches or [f"no matches for {pattern!r}"]
-    if search.full:
-        lines.append(f"[stopped after {MAX_MATCHES} matches; narrow the pattern, path or glob]")
-    if search.skipped:
-        parts = ", ".join(f"{count} {why}" for why, count in sorted(search.skipped.items()))
-        lines.append(f"[skipped: {parts}]")
-    if not finished:
+    if not sys.executable:
+        return ToolResult("cannot run the search: no Python interpreter path", is_error=True)
+    request = {
+        "root": str(workspace.root),
+        "top": str(top),
+        "is_dir": is_dir,
+        "pattern": pattern,
+        "glob": str(glob) if glob else None,
+        "max_matches": MAX_MATCHES,
+        "max_line_chars": MAX_LINE_CHARS,
+        "max_file_bytes": MAX_FILE_BYTES,
+        "sniff_bytes": BINARY_SNIFF_BYTES,
+        "skipped_folders": list(_SKIPPED_FOLDERS),
+    }
+    try:
+        outcome = run_process(
+            _worker_argv(),
+            workspace.root,
+            timeout=timeout,
+            cancel=cancel,
+            keep_bytes=_WORKER_KEEP_BYTES,
+            env=scrubbed_environ(),
+            input_data=json.dumps(request).encode("ascii"),
+        )
+    except OSError as error:
+        return ToolResult(f"cannot run the search: {error}", is_error=True)
+    matches, summary, other = _read_worker(outcome)
+    if outcome.stopped is None and (outcome.returncode != 0 or summary is None):
+        detail = cap(other.strip() or "no output", 2000)
+        return ToolResult(
+            f"the search failed (exit status {outcome.returncode}): {detail}", is_error=True
+        )
+    lines = [*notes, *(matches or [f"no matches for {pattern!r}"])]
+    if summary is not None:
+        if summary.get("full"):
+            lines.append(
+                f"[stopped after {MAX_MATCHES} matches; narrow the pattern, path or glob]"
+            )
+        skipped: dict[str, int] = summary.get("skipped") or {}
+        if skipped:
+            parts = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
+            lines.append(f"[skipped: {parts}]")
+    if outcome.stopped == "cancelled":
         lines.append("[cancelled]")
-    return ToolResult(cap("\n".join(lines), max_chars), is_error=not finished)
+    elif outcome.stopped == "timeout":
+        lines.append(
+            f"[timed out after {timeout:g} s; a pattern with nested repetition such as (a+)+ "
+            "can take exponential time: simplify the pattern, or narrow the path or glob]"
+        )
+    return ToolResult(cap("\n".join(lines), max_chars), is_error=outcome.stopped is not None)
 
 
 def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
     """Return the ``grep`` tool (read-only).
 
+    Args:
+        workspace: the folder searched; every path must resolve inside it.
+        max_chars: cap of each result in characters.
+
     Input: ``pattern`` (Python regular expression, searched in each line), ``path`` (file or
     folder, default ``"."``), ``glob`` (optional file name pattern, matched against the name and
-    against the workspace-relative path, e.g. ``*.py``).
+    against the workspace-relative path, e.g. ``*.py``), ``timeout`` (seconds, default
+    ``DEFAULT_TIMEOUT_SECONDS``, lowered to ``MAX_TIMEOUT_SECONDS`` with a note).
     Result: one ``path:line_number: line`` per matching line (at most ``MAX_MATCHES``; lines longer
     than ``MAX_LINE_CHARS`` characters shortened), then notes on skipped files; ``no matches ...``
     when nothing matched; capped to ``max_chars`` characters. A bad pattern is an error result.
+    Cancelled or timed out: the matches found so far, then ``[cancelled]`` or
+    ``[timed out after N s; ...]``, as an error result.
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
@@ -185,6 +203,13 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
                     "type": "string",
                     "description": "Only search files whose name matches this pattern, "
                     "e.g. '*.py'.",
+                },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_TIMEOUT_SECONDS,
+                    "description": f"Seconds before the search is stopped. "
+                    f"Default: {DEFAULT_TIMEOUT_SECONDS:g}; at most {MAX_TIMEOUT_SECONDS:g}.",
                 },
             },
             "required": ["pattern"],

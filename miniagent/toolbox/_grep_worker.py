@@ -1,0 +1,176 @@
+"""The child process that runs one ``grep`` search (started by ``search.py``; not a public API).
+
+A regular expression can take exponential time (``(a+)+$`` against ``"a" * 40 + "b"``) inside
+``re``, where neither a cancel event nor a time limit can reach it. So the search runs here, in a
+child process the parent kills on cancel or timeout (``shell.run_process``).
+
+Started as ``python -I -S _grep_worker.py`` (no site, no environment variables, no script folder
+on ``sys.path``): it imports only the standard library, never the ``miniagent`` package, to keep
+its start-up short. Confinement is decided by the parent: it resolves the path inside the
+workspace first and passes the resolved root and top; this worker applies the same walking rules
+as before (no symlinked folders followed, symlinked files searched only when they resolve inside
+the root, ``.git`` skipped).
+
+stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir``, ``pattern``,
+``glob`` (or null), ``max_matches``, ``max_line_chars``, ``max_file_bytes``, ``sniff_bytes``,
+``skipped_folders``.
+
+stdout: ASCII JSON lines; ``["match", "path:line_number: line"]`` for each matching line as
+found (flushed after each file), then ``["done", {"skipped": {reason: count}, "full": bool}]``.
+Exit status 0; anything else (a traceback on stderr, merged) is a failure for the parent.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import json
+import os
+import re
+import stat
+import sys
+
+TYPE_CHECKING = False  # not imported from typing: importing typing would cost ~3 ms of start-up
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+
+class Search:
+    """The state of one grep search: matches written to ``out`` as JSON lines, skip counts.
+
+    Args:
+        request: the decoded stdin object (module doc).
+        out: a text stream for the JSON lines.
+    """
+
+    def __init__(self, request: dict[str, Any], out: IO[str]) -> None:
+        self.root: str = request["root"]
+        self.prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        self.regex = re.compile(request["pattern"])
+        self.glob: str | None = request["glob"]
+        self.max_matches: int = request["max_matches"]
+        self.max_line_chars: int = request["max_line_chars"]
+        self.max_file_bytes: int = request["max_file_bytes"]
+        self.sniff_bytes: int = request["sniff_bytes"]
+        self.skipped_folders = frozenset(request["skipped_folders"])
+        self.out = out
+        self.count = 0
+        self.skipped: dict[str, int] = {}
+        self.full = False
+
+    def contains(self, resolved: str) -> bool:
+        """Return whether a resolved absolute path is the root or inside it (by components)."""
+        return resolved == self.root or resolved.startswith(self.prefix)
+
+    def display(self, path: str) -> str:
+        """Return ``path`` as shown to the model: relative to the root, ``"."`` for the root."""
+        if path == self.root:
+            return "."
+        if path.startswith(self.prefix):
+            return path[len(self.prefix) :]
+        return path
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+    def wanted(self, path: str) -> bool:
+        if self.glob is None:
+            return True
+        return fnmatch.fnmatch(os.path.basename(path), self.glob) or fnmatch.fnmatch(
+            self.display(path), self.glob
+        )
+
+    def search_file(self, path: str) -> None:
+        """Search one file (followed if a symlink), writing its matching lines."""
+        shown = self.display(path)
+        try:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
+                self.skip("special files (not regular)")
+                return
+            if info.st_size > self.max_file_bytes:
+                self.skip(f"files larger than {self.max_file_bytes // (1024 * 1024)} MB")
+                return
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            self.skip("unreadable files")
+            return
+        if b"\x00" in data[: self.sniff_bytes]:
+            self.skip("binary files")
+            return
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        found = False
+        try:
+            for number, line in enumerate(lines, start=1):
+                line = line.removesuffix("\r")
+                if self.regex.search(line):
+                    if len(line) > self.max_line_chars:
+                        extra = len(line) - self.max_line_chars
+                        line = line[: self.max_line_chars] + f"[... {extra} more]"
+                    self.out.write(json.dumps(["match", f"{shown}:{number}: {line}"]) + "\n")
+                    found = True
+                    self.count += 1
+                    if self.count >= self.max_matches:
+                        self.full = True
+                        return
+        finally:
+            if found:
+                self.out.flush()
+
+    def search_entry(self, path: str) -> None:
+        """Search a directory entry found while walking (never followed if a folder symlink)."""
+        if os.path.islink(path):
+            try:
+                target = os.path.realpath(path)
+            except (OSError, ValueError):
+                self.skip("broken symlinks")
+                return
+            try:
+                os.stat(target)
+            except OSError as error:
+                if error.errno == errno.ELOOP:  # a symlink loop (pathlib raised RuntimeError)
+                    self.skip("broken symlinks")
+                    return
+            if not self.contains(target):
+                self.skip("symlinks leading outside the workspace")
+                return
+            if not os.path.isfile(target):
+                self.skip("symlinks to folders (not followed)")
+                return
+        if self.wanted(path):
+            self.search_file(path)
+
+    def walk(self, top: str) -> None:
+        """Search every file under ``top`` in sorted order, until ``max_matches`` matches."""
+        for folder, folders, files in os.walk(top, followlinks=False):
+            folders[:] = sorted(f for f in folders if f not in self.skipped_folders)
+            # os.walk lists symlinks to folders among the folders; route them through the checks.
+            for name in list(folders):
+                if os.path.islink(os.path.join(folder, name)):
+                    folders.remove(name)
+                    self.search_entry(os.path.join(folder, name))
+            for name in sorted(files):
+                self.search_entry(os.path.join(folder, name))
+                if self.full:
+                    return
+
+
+def main() -> int:
+    """Run the search described on stdin; return the exit status (0)."""
+    request = json.loads(sys.stdin.buffer.read())
+    search = Search(request, sys.stdout)
+    if request["is_dir"]:
+        search.walk(request["top"])
+    else:
+        search.search_file(request["top"])
+    summary = {"skipped": search.skipped, "full": search.full}
+    sys.stdout.write(json.dumps(["done", summary]) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

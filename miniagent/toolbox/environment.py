@@ -1,0 +1,117 @@
+"""The environment given to child processes, without secrets, and redaction of secret values.
+
+API keys must never reach a session, a log or ``--json`` output. A command run by ``run_command``
+(and the ``grep`` worker) therefore gets an environment with every *secret variable* removed, and
+the values of those variables are replaced with ``***`` in the command's output, in case the
+command finds them another way (e.g. ``cat /proc/$PPID/environ``).
+
+A variable is a secret when its name, compared case-insensitively (upper-cased):
+
+- is one of ``SECRET_WORDS`` (``API_KEY``, ``APIKEY``, ``TOKEN``, ``SECRET``, ``SECRET_KEY``,
+  ``PASSWORD``, ``PASSWD``, ``ACCESS_KEY``, ``PRIVATE_KEY``) or ends with ``_`` and one of them,
+  e.g. ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``, ``DB_PASSWORD``,
+  ``AWS_ACCESS_KEY``; or
+- contains ``SECRET_`` at its start or after an underscore, e.g. ``AWS_SECRET_ACCESS_KEY``,
+  ``CLIENT_SECRET_VALUE``, ``SECRET_KEY_BASE``.
+
+``HOME``, ``PATH``, ``MY_SETTING``, ``TOKENIZERS_PARALLELISM`` or ``KEYBOARD`` are not secrets.
+
+Redaction replaces values of at least ``MIN_REDACTED_CHARS`` (8) characters; shorter values
+(``1``, ``true``) would blank ordinary output and are too short to be real keys. Limits: a value
+the command transforms (base64, split over lines) is not recognised.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+__all__ = [
+    "SECRET_WORDS",
+    "MIN_REDACTED_CHARS",
+    "REDACTED",
+    "is_secret_name",
+    "scrubbed_environ",
+    "secret_values",
+    "redactor",
+]
+
+SECRET_WORDS = (
+    "API_KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "SECRET_KEY",
+    "PASSWORD",
+    "PASSWD",
+    "ACCESS_KEY",
+    "PRIVATE_KEY",
+)
+MIN_REDACTED_CHARS = 8
+REDACTED = "***"
+
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")$|(?:^|_)SECRET_",
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Return whether an environment variable called ``name`` holds a secret (rule: module doc).
+
+    Args:
+        name: the variable's name, any case.
+
+    Returns:
+        ``True`` for e.g. ``OPENAI_API_KEY``, ``github_token``, ``AWS_SECRET_ACCESS_KEY``;
+        ``False`` for e.g. ``HOME``, ``PATH``, ``MY_SETTING``.
+    """
+    return _SECRET_NAME.search(name.upper()) is not None
+
+
+def scrubbed_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return a copy of ``environ`` without its secret variables.
+
+    Args:
+        environ: the variables to filter; ``None`` means ``os.environ`` as it is now.
+
+    Returns:
+        A new dict of every variable whose name is not a secret (``is_secret_name``).
+    """
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if not is_secret_name(name)}
+
+
+def secret_values(*environs: Mapping[str, str]) -> list[str]:
+    """Return the values worth redacting: those of secret variables in any of ``environs``.
+
+    Args:
+        environs: mappings of variable names to values (e.g. ``os.environ`` and the command's).
+
+    Returns:
+        Distinct values of at least ``MIN_REDACTED_CHARS`` characters, longest first.
+    """
+    found = {
+        value
+        for environ in environs
+        for name, value in environ.items()
+        if len(value) >= MIN_REDACTED_CHARS and is_secret_name(name)
+    }
+    return sorted(found, key=lambda value: (-len(value), value))
+
+
+def redactor(values: Iterable[str]) -> Callable[[str], str]:
+    """Return a function that replaces every occurrence of any of ``values`` with ``***``.
+
+    Args:
+        values: the texts to hide (e.g. from ``secret_values``); empty strings are ignored.
+
+    Returns:
+        ``text -> text``; the identity when there is nothing to hide. Longer values win when
+        one value contains another.
+    """
+    ordered = sorted({value for value in values if value}, key=lambda value: (-len(value), value))
+    if not ordered:
+        return lambda text: text
+    pattern = re.compile("|".join(re.escape(value) for value in ordered))
+    return lambda text: pattern.sub(REDACTED, text)
