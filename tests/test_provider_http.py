@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -166,10 +167,123 @@ def test_connection_refused_is_retried_then_raised() -> None:
     client = OpenAIChatClient(
         "m", f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_retries=2, backoff_base=0.0, wait=wait)
     )
-    with pytest.raises(ProviderError, match="connection error") as info:
+    with pytest.raises(ProviderError) as info:
         run(client.stream(request()))
+    assert str(info.value) == f"OpenAI: cannot connect to 127.0.0.1:{port} (connection refused)"
     assert info.value.retryable and info.value.status is None
     assert len(wait.delays) == 2
+
+
+# --- connection error texts: one line, host:port and the root cause, no urllib3 internals -------
+
+
+def _no_retry_error(url: str, **kwargs: Any) -> ProviderError:
+    client = OpenAIChatClient("m", url, api_key=KEY, retry=RetryPolicy(max_retries=0), **kwargs)
+    with pytest.raises(ProviderError) as info:
+        run(client.stream(request()))
+    text = str(info.value)
+    assert info.value.retryable and info.value.status is None
+    assert "\n" not in text and KEY not in text and KEY not in repr(info.value.args)
+    for internal in ("urllib3", "Pool", "Max retries", "object at 0x", "Caused by"):
+        assert internal not in text, text
+    return info.value
+
+
+def test_connection_error_name_not_resolved() -> None:
+    error = _no_retry_error("http://no-such-host.invalid/v1")
+    assert str(error) == "OpenAI: cannot connect to no-such-host.invalid:80 (name not resolved)"
+
+
+def test_connection_error_connect_timeout() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):  # fills the backlog: SYNs are dropped
+            error = _no_retry_error(f"http://127.0.0.1:{port}/v1", connect_timeout=0.3)
+    assert str(error) == f"OpenAI: cannot connect to 127.0.0.1:{port} (timed out after 0.3 s)"
+
+
+def test_connection_error_tls_to_a_plain_http_server() -> None:
+    with ProviderServer(Reply([TEXT])) as server:
+        url = server.url.replace("http://", "https://")
+        error = _no_retry_error(f"{url}/v1")
+    assert str(error).startswith(f"OpenAI: cannot connect to {url[8:]} (TLS error: ")
+
+
+def test_connection_error_tls_certificate_not_accepted(tmp_path: Any) -> None:
+    import shutil
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a self-signed certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn, contextlib.suppress(OSError, ssl.SSLError):
+                context.wrap_socket(conn, server_side=True).recv(1)
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        error = _no_retry_error(f"https://127.0.0.1:{port}/v1")
+        thread.join(5)
+    assert str(error) == (
+        f"OpenAI: cannot connect to 127.0.0.1:{port} (TLS certificate not accepted: self-signed certificate)"
+    )
+
+
+def test_connection_error_no_answer_within_the_read_timeout() -> None:
+    with ProviderServer(Reply([TEXT], delay=2.0)) as server:
+        error = _no_retry_error(f"{server.url}/v1", timeout=0.3)
+        where = server.url[7:]
+    assert str(error) == f"OpenAI: no answer from {where} (no data for 0.3 s)"
+
+
+def test_connection_error_closed_without_an_answer() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:  # read the whole request (unread bytes would make the close a reset)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += conn.recv(65536)
+
+        threading.Thread(target=serve, daemon=True).start()
+        error = _no_retry_error(f"http://127.0.0.1:{port}/v1")
+    assert str(error) == (
+        f"OpenAI: connection to 127.0.0.1:{port} failed (the server closed the connection without answering)"
+    )
 
 
 # --- error texts ---------------------------------------------------------------------------------
@@ -328,7 +442,9 @@ def test_read_timeout_on_a_silent_server_raises() -> None:
         assert next(stream) == TextEvent("Hi")
         with pytest.raises(ProviderError, match="stream broken") as info:
             list(stream)
+        where = server.url[7:]
     assert info.value.retryable
+    assert str(info.value) == f"OpenAI stream broken: no data for 0.3 s ({where})"
 
 
 def test_read_timeout_waiting_for_headers_is_retried() -> None:
@@ -363,6 +479,19 @@ def test_create_client(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown provider 'gemini'"):
         create_client("gemini")
     assert ReexportedProviderError is ProviderError
+
+
+def test_create_client_passes_stream_timeout_and_options() -> None:
+    c = create_client("openai", "m", "http://127.0.0.1:9/v1", stream_timeout=2.5, timeout=7.0, max_retries=1)
+    assert isinstance(c, OpenAIChatClient)
+    transport = c._transport
+    assert (transport.stream_timeout, transport.timeout, transport.retry.max_retries) == (2.5, 7.0, 1)
+    a = create_client("anthropic", "m", "http://127.0.0.1:9", None, stream_timeout=1.0, max_tokens=99)
+    assert isinstance(a, AnthropicClient) and a.max_tokens == 99
+    assert a._transport.stream_timeout == 1.0
+    assert create_client("openai", "m", "http://127.0.0.1:9/v1")._transport.stream_timeout is None  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        create_client("openai", "m", "http://127.0.0.1:9/v1", no_such_option=1)
 
 
 def test_importing_the_core_does_not_import_requests() -> None:

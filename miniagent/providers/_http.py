@@ -10,6 +10,15 @@
   ``shutdown(SHUT_RDWR)`` on the socket. A blocked read then returns at once (closing the
   response from another thread would not unblock it, and a socket timeout would leave the
   socket unusable). The stream then ends quietly: the loop sees the cancel itself.
+- Keep-alive: when the mapper finished normally, the rest of the body (normally just the
+  chunked terminator) is read within ``DRAIN_TIMEOUT`` and ``DRAIN_LIMIT``; a body that ended
+  gives its connection back to the pool for the next request of the same client, anything else
+  closes it. A connection is detached from its watcher (under the watcher's lock) before it
+  enters the pool, so a late cancel can never shut down a socket another stream now uses; a
+  connection whose watcher already fired is closed instead of pooled.
+- A request that fails on a reused pooled connection before any byte of the answer (the server
+  closed the idle connection meanwhile) is sent again at once on a new connection, once,
+  without counting as a retry.
 """
 
 from __future__ import annotations
@@ -17,18 +26,30 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
+from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
+from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from ..errors import ProviderError
 from ..model import ModelEvent
@@ -47,12 +68,20 @@ READ_SIZE = 65536
 ERROR_BODY_LIMIT = 65536
 """Most bytes of an error response body read to find the provider's message."""
 
+DRAIN_TIMEOUT = 0.2
+"""Most seconds spent reading what follows the end marker of a finished stream (keep-alive)."""
+
+DRAIN_LIMIT = 16384
+"""Most bytes read after the end marker of a finished stream; more: the connection is closed."""
+
 _WATCH_POLL = 0.1  # seconds between checks whether the watched stream has ended
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
-_tls = threading.local()  # .watcher: the SocketWatcher of the stream this thread is opening
+_tls = threading.local()
+# .watcher: the SocketWatcher of the stream this thread is opening
+# .reused: whether the connection of this thread's last request had served a request before
 
 
 class StatusError(ProviderError):
@@ -89,6 +118,8 @@ class SocketWatcher:
         cancel: the run's cancel event.
 
     The thread polls ``cancel.wait(0.1)`` only to notice ``stop()``; a cancel is seen at once.
+    Every shutdown happens under the watcher's lock, so once ``stop()`` has returned the socket
+    is never touched again (it may go back to the pool and serve another stream).
     """
 
     def __init__(self, cancel: threading.Event) -> None:
@@ -109,15 +140,20 @@ class SocketWatcher:
             if self._stopped:
                 return
             self._sock = sock
-            fired = self._fired
-        if fired:
-            _shutdown(sock)
+            if self._fired:
+                _shutdown(sock)
 
-    def stop(self) -> None:
-        """Stop watching; the socket is never touched afterwards (it may be reused)."""
+    def stop(self) -> bool:
+        """Stop watching; the socket is never touched afterwards (it may be reused).
+
+        Returns:
+            ``True`` when the cancel never fired (the socket was not shut down by this watcher),
+            ``False`` when it did (the connection must not be reused).
+        """
         with self._lock:
             self._stopped = True
             self._sock = None
+            return not self._fired
 
     def _run(self) -> None:
         while True:
@@ -126,47 +162,86 @@ class SocketWatcher:
                     if self._stopped:
                         return
                     self._fired = True
-                    sock = self._sock
-                if sock is not None:
-                    _shutdown(sock)
+                    if self._sock is not None:
+                        _shutdown(self._sock)  # under the lock: stop() cannot return meanwhile
                 return
             with self._lock:
                 if self._stopped:
                     return
 
 
-def _report_socket(conn: HTTPConnection) -> None:
+def _report_socket(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
     watcher = getattr(_tls, "watcher", None)
     if watcher is not None:
+        conn.watcher = watcher
         watcher.attach(conn.sock)
 
 
+def _begin_request(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
+    """Note (thread-local) whether ``conn`` already served a request on its current socket."""
+    _tls.reused = conn.sock is not None and conn.sock is conn.used_sock
+    _report_socket(conn)
+
+
+def _end_request(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
+    conn.used_sock = conn.sock
+    _report_socket(conn)
+
+
 class _TrackedHTTPConnection(HTTPConnection):
-    """An urllib3 connection that reports its socket to the stream opening it (thread-local)."""
+    """An urllib3 connection that reports its socket to the stream opening it (thread-local).
+
+    ``watcher`` is the cancel watcher of the stream using it (detached when it goes back to the
+    pool); ``used_sock`` the socket that carried its last request (a reused connection sends on
+    the same socket again).
+    """
+
+    watcher: SocketWatcher | None = None
+    used_sock: socket.socket | None = None
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         """``HTTPConnection.request``; the socket is reported before and after sending."""
-        _report_socket(self)
+        _begin_request(self)
         super().request(*args, **kwargs)
-        _report_socket(self)
+        _end_request(self)
 
 
 class _TrackedHTTPSConnection(HTTPSConnection):
     """The TLS variant of ``_TrackedHTTPConnection``."""
 
+    watcher: SocketWatcher | None = None
+    used_sock: socket.socket | None = None
+
     def request(self, *args: Any, **kwargs: Any) -> None:
         """``HTTPSConnection.request``; the socket is reported before and after sending."""
-        _report_socket(self)
+        _begin_request(self)
         super().request(*args, **kwargs)
-        _report_socket(self)
+        _end_request(self)
+
+
+def _detach(conn: Any) -> None:
+    """Before ``conn`` enters the pool: stop its stream's watcher; close it if cancel fired."""
+    watcher = getattr(conn, "watcher", None)
+    if isinstance(watcher, SocketWatcher):
+        conn.watcher = None
+        if not watcher.stop():
+            conn.close()
 
 
 class _TrackedHTTPPool(HTTPConnectionPool):
     ConnectionCls = _TrackedHTTPConnection
 
+    def _put_conn(self, conn: Any) -> None:
+        _detach(conn)
+        super()._put_conn(conn)
+
 
 class _TrackedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
+
+    def _put_conn(self, conn: Any) -> None:
+        _detach(conn)
+        super()._put_conn(conn)
 
 
 class _TrackingAdapter(HTTPAdapter):
@@ -255,14 +330,21 @@ class Transport:
 
         Returns:
             A generator of model events. It ends quietly (possibly with no events) when
-            ``cancel`` is set; it closes its response when it ends or is closed.
+            ``cancel`` is set. When the mapper finished normally, the connection goes back to
+            the session's pool for the next request (keep-alive; the rest of the body is read
+            for at most ``DRAIN_TIMEOUT`` seconds and ``DRAIN_LIMIT`` bytes, else it is closed);
+            on an error, a cancel or an early ``close()`` the connection is closed.
 
         Raises:
-            ProviderError: HTTP error status (after retries for retryable ones), connection
-                error, a body that is not an event stream, a broken or cut stream, an error event
-                in the stream, a response longer than ``stream_timeout`` (kind
-                ``"stream_timeout"``, not retried). Nothing is retried once an event has been
-                yielded.
+            ProviderError: HTTP error status (after retries for retryable ones); connection
+                error, retryable, one line naming ``host:port`` and the cause, e.g.
+                ``"OpenAI: cannot connect to 127.0.0.1:9 (connection refused)"`` (also ``name
+                not resolved``, ``timed out after 10 s``, ``TLS error: ...``, ``TLS certificate
+                not accepted: ...``) or ``"OpenAI: no answer from HOST:PORT (no data for 600
+                s)"``; a body that is not an event stream; a broken or cut stream
+                (``"OpenAI stream broken: CAUSE (HOST:PORT)"``); an error event in the stream; a
+                response longer than ``stream_timeout`` (kind ``"stream_timeout"``, not retried).
+                Nothing is retried once an event has been yielded.
         """
         text = json.dumps(body, ensure_ascii=False)
         try:
@@ -303,10 +385,15 @@ class Transport:
         cancel: threading.Event | None,
         mapper: Mapper,
     ) -> Generator[ModelEvent, None, None]:
-        """One request: open, check status and content type, map the body."""
+        """One request: open, check status and content type, map the body.
+
+        When the mapper ends normally the rest of the body is read (bounded) and the connection
+        goes back to the pool; on an error, a cancel or a consumer that stops early it is closed.
+        """
         deadline = None if self.stream_timeout is None else time.monotonic() + self.stream_timeout
         watcher = SocketWatcher(cancel) if cancel is not None else None
         response: requests.Response | None = None
+        finished = False
         try:
             response = self._post(url, headers, payload, cancel, watcher)
             if watcher is not None:
@@ -314,11 +401,13 @@ class Transport:
             if not 200 <= response.status_code < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
-            yield from mapper(self._sse_events(response, cancel, deadline))
+            yield from mapper(self._sse_events(response, cancel, deadline, _host_port(url)))
+            finished = True
         finally:
-            if watcher is not None:
-                watcher.stop()
+            intact = watcher.stop() if watcher is not None else True
             if response is not None:
+                if finished and intact and not (cancel is not None and cancel.is_set()):
+                    _release(response)
                 response.close()
 
     def _post(
@@ -329,27 +418,41 @@ class Transport:
         cancel: threading.Event | None,
         watcher: SocketWatcher | None,
     ) -> requests.Response:
-        _tls.watcher = watcher
-        try:
-            return self.session.post(
-                url,
-                data=payload,
-                headers=dict(headers),
-                stream=True,
-                timeout=(self.connect_timeout, self.timeout),
-            )
-        except requests.RequestException as exc:
-            if cancel is not None and cancel.is_set():
-                raise _Cancelled from None
-            raise ProviderError(
-                f"{self.provider} connection error: {self._describe(exc)}", retryable=True
-            ) from None
-        finally:
-            _tls.watcher = None
+        """Send the request; once more at once when a reused connection turned out dead."""
+        fresh_retry = False
+        while True:
+            _tls.watcher = watcher
+            _tls.reused = False
+            try:
+                return self.session.post(
+                    url,
+                    data=payload,
+                    headers=dict(headers),
+                    stream=True,
+                    timeout=(self.connect_timeout, self.timeout),
+                )
+            except requests.RequestException as exc:
+                if cancel is not None and cancel.is_set():
+                    raise _Cancelled from None
+                if not fresh_retry and getattr(_tls, "reused", False) and _is_stale(exc):
+                    fresh_retry = True  # the server closed the idle connection: not a failure
+                    continue
+                raise ProviderError(self._connection_error(url, exc), retryable=True) from None
+            finally:
+                _tls.watcher = None
 
-    def _describe(self, exc: BaseException) -> str:
-        """Type and text of an exception, redacted and truncated."""
-        return truncate(redact(f"{type(exc).__name__}: {exc}", self.secrets), 300)
+    def _connection_error(self, url: str, exc: BaseException) -> str:
+        """One line naming ``host:port`` and the root cause of a failed request (redacted)."""
+        where = _host_port(url)
+        chain = _exception_chain(exc)
+        cause = _root_cause(chain, self.connect_timeout, self.timeout)
+        if any(isinstance(e, _CONNECT_PHASE) for e in chain):
+            text = f"{self.provider}: cannot connect to {where} ({cause})"
+        elif any(isinstance(e, _READ_TIMEOUTS) for e in chain):
+            text = f"{self.provider}: no answer from {where} ({cause})"
+        else:
+            text = f"{self.provider}: connection to {where} failed ({cause})"
+        return truncate(redact(text, self.secrets), 300)
 
     def _read_limited(self, response: requests.Response, cancel: threading.Event | None) -> bytes:
         try:
@@ -385,10 +488,14 @@ class Transport:
             )
 
     def _sse_events(
-        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+        self,
+        response: requests.Response,
+        cancel: threading.Event | None,
+        deadline: float | None,
+        where: str,
     ) -> Iterator[SSEEvent]:
         """Decode the body as it arrives; raise ``_Cancelled`` when cancelled, ``ProviderError``
-        past ``deadline`` (``time.monotonic()``)."""
+        past ``deadline`` (``time.monotonic()``) or when the connection to ``where`` breaks."""
         decoder = SSEDecoder()
         read1 = response.raw.read1
         while True:
@@ -399,9 +506,9 @@ class Transport:
             except _READ_ERRORS as exc:
                 if cancel is not None and cancel.is_set():
                     raise _Cancelled from None
-                raise ProviderError(
-                    f"{self.provider} stream broken: {self._describe(exc)}", retryable=True
-                ) from None
+                cause = _root_cause(_exception_chain(exc), self.connect_timeout, self.timeout)
+                text = f"{self.provider} stream broken: {cause} ({where})"
+                raise ProviderError(truncate(redact(text, self.secrets), 300), retryable=True) from None
             if not chunk:
                 break
             if deadline is not None and time.monotonic() > deadline:
@@ -414,3 +521,128 @@ class Transport:
         if cancel is not None and cancel.is_set():
             raise _Cancelled
         yield from decoder.close()
+
+
+def _release(response: requests.Response) -> None:
+    """Read what follows the end marker and give the connection back to the pool.
+
+    Reads at most ``DRAIN_LIMIT`` bytes within ``DRAIN_TIMEOUT`` seconds (socket timeout set
+    for the drain; urllib3 sets it again for the next request). When the body ended, urllib3
+    returns the connection to the pool (``_put_conn`` detaches the watcher first); otherwise
+    the caller's ``response.close()`` closes it. Never raises.
+    """
+    raw: Any = response.raw
+    sock = _response_socket(response)
+    if sock is None:
+        return
+    end = time.monotonic() + DRAIN_TIMEOUT
+    left = DRAIN_LIMIT
+    ended = False
+    try:
+        while left > 0 and (remaining := end - time.monotonic()) > 0:
+            sock.settimeout(remaining)
+            chunk = raw.read1(min(left, READ_SIZE), decode_content=True)
+            if not chunk:
+                ended = True
+                break
+            left -= len(chunk)
+    except (*_READ_ERRORS, RuntimeError):
+        return
+    if ended:
+        raw.release_conn()  # a no-op when urllib3 already did it at the end of the body
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of ``url`` (default port by scheme; IPv6 in brackets; no user info)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception nested in it (``args``, ``reason``, cause, context)."""
+    seen: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo and len(seen) < 32:
+        item = todo.pop(0)
+        if not isinstance(item, BaseException) or any(item is e for e in seen):
+            continue
+        seen.append(item)
+        todo.extend(item.args)
+        todo.extend((getattr(item, "reason", None), item.__cause__, item.__context__))
+    return seen
+
+
+_CONNECT_PHASE: tuple[type[BaseException], ...] = (
+    NewConnectionError,
+    ConnectTimeoutError,
+    requests.ConnectTimeout,
+    ssl.SSLError,
+    Urllib3SSLError,
+    requests.exceptions.SSLError,
+    socket.gaierror,
+    ConnectionRefusedError,
+)
+_READ_TIMEOUTS: tuple[type[BaseException], ...] = (
+    ReadTimeoutError,
+    requests.ReadTimeout,
+    TimeoutError,
+)
+_TLS_REASON = re.compile(r"\] (.+?)(?: \(_ssl\.c:\d+\))?$")
+
+
+def _root_cause(chain: list[BaseException], connect_timeout: float, read_timeout: float) -> str:
+    """A short lowercase phrase for the deepest understood cause in ``chain``."""
+
+    def find(kinds: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+        return next((e for e in reversed(chain) if isinstance(e, kinds)), None)
+
+    verify = find(ssl.SSLCertVerificationError)
+    if isinstance(verify, ssl.SSLCertVerificationError):
+        detail = verify.verify_message or verify.reason or "certificate verify failed"
+        return f"TLS certificate not accepted: {str(detail).rstrip('.')}"
+    tls = find(ssl.SSLError)
+    if isinstance(tls, ssl.SSLError):
+        match = _TLS_REASON.search(str(tls.strerror or tls))
+        detail = match.group(1) if match else str(tls.reason or tls).lower().replace("_", " ")
+        return f"TLS error: {detail}"
+    if find((socket.gaierror, NameResolutionError)) is not None:
+        return "name not resolved"
+    if find(ConnectionRefusedError) is not None:
+        return "connection refused"
+    if find((ConnectTimeoutError, requests.ConnectTimeout)) is not None:
+        return f"timed out after {connect_timeout:g} s"
+    if find(_READ_TIMEOUTS) is not None:
+        return f"no data for {read_timeout:g} s"
+    if find(http.client.RemoteDisconnected) is not None:  # before its base ConnectionResetError
+        return "the server closed the connection without answering"
+    if find(ConnectionResetError) is not None:
+        return "connection reset by the server"
+    if find(BrokenPipeError) is not None:
+        return "the server closed the connection while the request was sent"
+    if find((http.client.IncompleteRead, Urllib3IncompleteRead)) is not None:
+        return "the server closed the connection in the middle of the response"
+    os_error = find(OSError)
+    if isinstance(os_error, OSError) and os_error.errno:
+        return os.strerror(os_error.errno).lower()
+    if find(ProtocolError) is not None:
+        return "the connection broke"
+    root = chain[-1] if chain else None
+    if root is None:
+        return "unknown error"
+    text = str(root)
+    if "(" in text and "=" in text:  # a urllib3 object repr: keep the type only
+        return type(root).__name__
+    return truncate(f"{type(root).__name__}: {text}" if text else type(root).__name__, 200)
+
+
+def _is_stale(exc: requests.RequestException) -> bool:
+    """Whether ``exc`` means "the server had closed this idle connection": nothing received."""
+    if isinstance(exc, requests.Timeout) or not isinstance(exc, requests.ConnectionError):
+        return False
+    stale = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+    return any(isinstance(e, stale) for e in _exception_chain(exc))

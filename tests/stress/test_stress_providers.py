@@ -123,7 +123,8 @@ def expect_error(client: ModelClient, session: Path, *fragments: str) -> Provide
 def test_reset_mid_stream_is_an_error_not_a_retry(flavor: Flavor, tmp_path: Path) -> None:
     prefix = head() + flavor.start + flavor.delta("partial answer")
     with RawServer(reset_after(prefix), reply(head() + flavor.text("retried"))) as server:
-        expect_error(flavor.make(server.url, policy(), 5.0), tmp_path / "s.jsonl", "stream broken")
+        client = flavor.make(server.url, policy(), 5.0)
+        expect_error(client, tmp_path / "s.jsonl", "stream broken: connection reset by the server (")
         assert len(server.requests) == 1  # text was already streamed: never retried
 
 
@@ -142,7 +143,8 @@ def test_headers_then_silence_hits_the_read_timeout(flavor: Flavor, tmp_path: Pa
     prefix = head() + (flavor.start + flavor.delta("x") if partial else b"")
     with RawServer(silent_after(prefix)) as server:
         started = time.monotonic()
-        expect_error(flavor.make(server.url, policy(retries=1), 0.3), tmp_path / "s.jsonl", "timed out")
+        client = flavor.make(server.url, policy(retries=1), 0.3)
+        expect_error(client, tmp_path / "s.jsonl", "stream broken: no data for 0.3 s")
         elapsed = time.monotonic() - started
         assert len(server.requests) == (1 if partial else 2)
     assert elapsed < 5.0
@@ -289,3 +291,17 @@ def test_stream_timeout_is_a_client_option(tmp_path: Path) -> None:
     with RawServer(endless(head() + anthropic_start(), anthropic_delta("x"))) as server:
         client2 = AnthropicClient("m", base_url=server.url, stream_timeout=0.3, retry=policy())
         expect_error(client2, tmp_path / "s2.jsonl", "stream_timeout")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_stream_timeout_through_create_client(provider: str, tmp_path: Path) -> None:
+    from miniagent.providers import create_client
+
+    start = anthropic_start() if provider == "anthropic" else b""
+    delta = anthropic_delta if provider == "anthropic" else openai_delta
+    with RawServer(endless(head() + start, delta("x"))) as server:
+        base_url = server.url + ("/v1" if provider == "openai" else "")
+        client = create_client(provider, "m", base_url, stream_timeout=0.3, retry=policy())
+        started = time.monotonic()
+        error = expect_error(client, tmp_path / "s.jsonl", "did not finish within 0.3 s")
+        assert error.kind == "stream_timeout" and time.monotonic() - started < 3.0
