@@ -10,18 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
-from ._config import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
-    base_headers,
-    make_transport,
-    resolve_api_key,
-)
+from ._client import HTTPClient
+from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
@@ -40,7 +35,7 @@ TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-class AnthropicClient:
+class AnthropicClient(HTTPClient):
     """A ``ModelClient`` for ``POST {base_url}/v1/messages`` with ``stream: true``.
 
     Args:
@@ -65,6 +60,10 @@ class AnthropicClient:
         ProviderError: no API key for a non-local server.
     """
 
+    _provider = PROVIDER
+    _key_env = "ANTHROPIC_API_KEY"
+    _default_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
+
     def __init__(
         self,
         model: str,
@@ -82,24 +81,23 @@ class AnthropicClient:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.extra_body = dict(extra_body or {})
-        key = resolve_api_key(api_key, "ANTHROPIC_API_KEY", self.base_url, PROVIDER)
-        self._headers = base_headers({"anthropic-version": API_VERSION, **(headers or {})})
-        if key:
-            self._headers["x-api-key"] = key
-        self._transport = make_transport(
-            PROVIDER,
-            api_key=key,
+        super().__init__(
+            model,
+            base_url,
+            api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
             stream_timeout=stream_timeout,
             max_retries=max_retries,
             retry=retry,
+            temperature=temperature,
+            extra_body=extra_body,
+            headers=headers,
         )
+        self.max_tokens = max_tokens
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key}
 
     def __repr__(self) -> str:
         """``AnthropicClient(model=..., base_url=...)``; never shows the key."""
@@ -128,17 +126,7 @@ class AnthropicClient:
             temperature=self.temperature,
             extra_body=self.extra_body,
         )
-        return self._transport.stream(
-            f"{self.base_url}/v1/messages",
-            self._headers,
-            body,
-            request.cancel,
-            lambda events: map_messages_stream(events, secrets=self._transport.secrets),
-        )
-
-    def close(self) -> None:
-        """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
-        self._transport.session.close()
+        return self._stream("/v1/messages", body, request, map_messages_stream)
 
 
 def build_messages_body(

@@ -16,13 +16,8 @@ from typing import Any
 from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
-from ._config import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
-    base_headers,
-    make_transport,
-    resolve_api_key,
-)
+from ._client import HTTPClient
+from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
@@ -34,7 +29,7 @@ __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 PROVIDER = "OpenAI"
 
 
-class OpenAIChatClient:
+class OpenAIChatClient(HTTPClient):
     """A ``ModelClient`` for ``POST {base_url}/chat/completions`` with ``stream: true``.
 
     Args:
@@ -59,6 +54,9 @@ class OpenAIChatClient:
         ProviderError: no API key for a non-local server.
     """
 
+    _provider = PROVIDER
+    _key_env = "OPENAI_API_KEY"
+
     def __init__(
         self,
         model: str,
@@ -76,24 +74,23 @@ class OpenAIChatClient:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        key = resolve_api_key(api_key, "OPENAI_API_KEY", self.base_url, PROVIDER)
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.extra_body = dict(extra_body or {})
-        self._headers = base_headers(headers)
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._transport = make_transport(
-            PROVIDER,
-            api_key=key,
+        super().__init__(
+            model,
+            base_url,
+            api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
             stream_timeout=stream_timeout,
             max_retries=max_retries,
             retry=retry,
+            temperature=temperature,
+            extra_body=extra_body,
+            headers=headers,
         )
+        self.max_tokens = max_tokens
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
 
     def __repr__(self) -> str:
         """``OpenAIChatClient(model=..., base_url=...)``; never shows the key."""
@@ -123,17 +120,7 @@ class OpenAIChatClient:
             max_tokens=self.max_tokens,
             extra_body=self.extra_body,
         )
-        return self._transport.stream(
-            f"{self.base_url}/chat/completions",
-            self._headers,
-            body,
-            request.cancel,
-            lambda events: map_chat_stream(events, secrets=self._transport.secrets),
-        )
-
-    def close(self) -> None:
-        """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
-        self._transport.session.close()
+        return self._stream("/chat/completions", body, request, map_chat_stream)
 
 
 def build_chat_body(

@@ -1,0 +1,95 @@
+"""What the HTTP model clients share: settings, key and headers, the transport, ``close()``.
+
+Each client (``OpenAIChatClient``, ``AnthropicClient``) keeps its own constructor signature and
+docstring, its request body builder and its stream mapper; this base holds the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Protocol
+
+from ..model import ModelEvent, ModelRequest
+from ._config import base_headers, make_transport, resolve_api_key
+from ._retry import RetryPolicy
+from .sse import SSEEvent
+
+__all__ = ["HTTPClient", "StreamMapper"]
+
+
+class StreamMapper(Protocol):
+    """A provider's stream mapper, e.g. ``map_chat_stream``: SSE events in, model events out."""
+
+    def __call__(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+        """Map the events of one response; ``secrets`` are redacted from error texts."""
+        ...
+
+
+class HTTPClient:
+    """Base of the streaming HTTP clients.
+
+    Subclasses set ``_provider`` (the name in error texts), ``_key_env`` (the environment
+    variable of the key), optionally ``_default_headers`` (sent unless ``headers`` override
+    them), and implement ``_auth_headers``.
+    """
+
+    _provider: ClassVar[str]
+    _key_env: ClassVar[str]
+    _default_headers: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        connect_timeout: float,
+        stream_timeout: float | None,
+        max_retries: int | None,
+        retry: RetryPolicy | None,
+        temperature: float | None,
+        extra_body: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        """Resolve the key (``ProviderError`` when a non-local server has none), build the
+        headers and the transport; no connection is made."""
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.temperature = temperature
+        self.extra_body = dict(extra_body or {})
+        key = resolve_api_key(api_key, self._key_env, self.base_url, self._provider)
+        self._headers = base_headers({**self._default_headers, **(headers or {})})
+        if key:
+            self._headers.update(self._auth_headers(key))
+        self._transport = make_transport(
+            self._provider,
+            api_key=key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            stream_timeout=stream_timeout,
+            max_retries=max_retries,
+            retry=retry,
+        )
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry ``key``."""
+        raise NotImplementedError
+
+    def _stream(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        request: ModelRequest,
+        mapper: StreamMapper,
+    ) -> Iterator[ModelEvent]:
+        """POST ``body`` to ``{base_url}{path}``; ``mapper(events, secrets=...)`` maps the stream."""
+
+        def mapped(events: Iterable[SSEEvent]) -> Iterator[ModelEvent]:
+            return mapper(events, secrets=self._transport.secrets)
+
+        return self._transport.stream(f"{self.base_url}{path}", self._headers, body, request.cancel, mapped)
+
+    def close(self) -> None:
+        """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
+        self._transport.session.close()
