@@ -63,8 +63,9 @@ def _write_bytes(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, bytes] | ToolResult:
-    """Resolve and read a regular file, or return the error result explaining why not."""
+def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:
+    """Resolve and read a regular file: (path, its display form, content), or the error result
+    explaining why not."""
     try:
         resolved = workspace.resolve(path)
     except OutsideWorkspaceError as error:
@@ -77,7 +78,7 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, bytes] |
             return _error(f"file not found: {shown}")
         if not resolved.is_file():
             return _error(f"{shown} is not a regular file")
-        return resolved, resolved.read_bytes()
+        return resolved, shown, resolved.read_bytes()
     except OSError as error:
         return _os_error("read", shown, error)
 
@@ -97,8 +98,7 @@ def _read_file(
     found = _read_existing_file(workspace, str(arguments["path"]))
     if isinstance(found, ToolResult):
         return found
-    resolved, data = found
-    shown = workspace.display(resolved)
+    _resolved, shown, data = found
     if is_binary(data):
         return _error(f"{shown} is a binary file ({len(data)} bytes); not shown")
     text = decode(data)
@@ -250,8 +250,7 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     found = _read_existing_file(workspace, str(arguments["path"]))
     if isinstance(found, ToolResult):
         return found
-    resolved, data = found
-    shown = workspace.display(resolved)
+    resolved, shown, data = found
     if is_binary(data):
         return _error(f"{shown} is a binary file; edit_file changes text files only")
     # surrogateescape keeps bytes that are not UTF-8 unchanged when the file is written back.
