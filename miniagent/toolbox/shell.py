@@ -160,26 +160,30 @@ class _Pipe:
                 return
 
 
+def _wait_group_gone(process: subprocess.Popen[bytes], pipe: _Pipe, seconds: float) -> bool:
+    """Read output and reap until no process of the group is alive, for at most ``seconds``.
+
+    Returns:
+        Whether the group is gone.
+    """
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pipe.pump(0.01)
+        process.poll()
+        if not _group_alive(process.pid):
+            return True
+    return False
+
+
 def _stop_group(process: subprocess.Popen[bytes], pipe: _Pipe, grace: float) -> None:
     """SIGTERM the group, SIGKILL what is left after ``grace`` seconds, reap the child."""
     pgid = process.pid
     process.poll()
     if _group_alive(pgid):
         _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            pipe.pump(0.01)
-            process.poll()
-            if not _group_alive(pgid):
-                break
-        else:
+        if not _wait_group_gone(process, pipe, grace):
             _signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + _REAP_SECONDS
-            while time.monotonic() < deadline:
-                pipe.pump(0.01)
-                process.poll()
-                if not _group_alive(pgid):
-                    break
+            _wait_group_gone(process, pipe, _REAP_SECONDS)
     process.wait()
     # Every writer of the group is gone: take what is left in the pipe without waiting.
     while not pipe.eof:
