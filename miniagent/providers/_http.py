@@ -170,20 +170,20 @@ class SocketWatcher:
                     return
 
 
-def _report_socket(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
+def _report_socket(conn: _TrackedHTTPConnection) -> None:
     watcher = getattr(_tls, "watcher", None)
     if watcher is not None:
         conn.watcher = watcher
         watcher.attach(conn.sock)
 
 
-def _begin_request(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
+def _begin_request(conn: _TrackedHTTPConnection) -> None:
     """Note (thread-local) whether ``conn`` already served a request on its current socket."""
     _tls.reused = conn.sock is not None and conn.sock is conn.used_sock
     _report_socket(conn)
 
 
-def _end_request(conn: _TrackedHTTPConnection | _TrackedHTTPSConnection) -> None:
+def _end_request(conn: _TrackedHTTPConnection) -> None:
     conn.used_sock = conn.sock
     _report_socket(conn)
 
@@ -206,17 +206,9 @@ class _TrackedHTTPConnection(HTTPConnection):
         _end_request(self)
 
 
-class _TrackedHTTPSConnection(HTTPSConnection):
-    """The TLS variant of ``_TrackedHTTPConnection``."""
-
-    watcher: SocketWatcher | None = None
-    used_sock: socket.socket | None = None
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        """``HTTPSConnection.request``; the socket is reported before and after sending."""
-        _begin_request(self)
-        super().request(*args, **kwargs)
-        _end_request(self)
+class _TrackedHTTPSConnection(_TrackedHTTPConnection, HTTPSConnection):
+    """The TLS variant of ``_TrackedHTTPConnection`` (its ``request`` runs before
+    ``HTTPSConnection``'s in the method order)."""
 
 
 def _detach(conn: Any) -> None:
@@ -236,12 +228,8 @@ class _TrackedHTTPPool(HTTPConnectionPool):
         super()._put_conn(conn)
 
 
-class _TrackedHTTPSPool(HTTPSConnectionPool):
+class _TrackedHTTPSPool(_TrackedHTTPPool, HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
-
-    def _put_conn(self, conn: Any) -> None:
-        _detach(conn)
-        super()._put_conn(conn)
 
 
 class _TrackingAdapter(HTTPAdapter):
