@@ -24,9 +24,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.providers_server import LoopbackServer
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / "bin" / "miniagent"
@@ -84,7 +86,7 @@ def empty_turn() -> list[dict[str, Any]]:
     return [_chunk({"role": "assistant", "content": ""}), _chunk({}, "stop")]
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """A scripted OpenAI chat-completions server (use as a context manager).
 
     Args:
@@ -96,7 +98,6 @@ class FakeOpenAI:
         self.turns = list(turns)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # the headers of each POST, in order
-        self.release = threading.Event()
         self.first_event_sent = threading.Event()
         self._cond = threading.Condition()
         owner = self
@@ -117,14 +118,12 @@ class FakeOpenAI:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     owner._serve(self, turn)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        super().__init__(Handler)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return f"{self.url}/v1"
 
     @property
     def posts(self) -> int:
@@ -166,15 +165,6 @@ class FakeOpenAI:
             handler.wfile.flush()
         handler.wfile.write(b"data: [DONE]\n\n")
         handler.wfile.flush()
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from miniagent import Message, ModelRequest, TextEvent, ToolCall, ToolCallEvent, ToolSpec
 from miniagent.model import DoneEvent, ModelEvent
@@ -62,7 +62,41 @@ class Captured:
     body: Any
 
 
-class ProviderServer:
+_Server = TypeVar("_Server", bound="LoopbackServer")
+
+
+class LoopbackServer:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 that answers with ``handler`` from a daemon thread.
+
+    Use as a context manager; ``url`` is ``http://127.0.0.1:PORT``. ``release`` is set when it
+    closes, so a handler waiting on it (a silent or hanging reply) returns.
+    """
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.release = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self: _Server) -> _Server:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class ProviderServer(LoopbackServer):
     """The server. Use as a context manager; ``url`` is ``http://127.0.0.1:PORT``.
 
     ``replies`` is consumed in order; the last reply is repeated when the script runs out.
@@ -73,7 +107,6 @@ class ProviderServer:
         self.replies = list(replies)
         self.handler = handler
         self.requests: list[Captured] = []
-        self.released = threading.Event()
         self._lock = threading.Lock()
         outer = self
 
@@ -93,7 +126,7 @@ class ProviderServer:
                 captured = Captured(self.path, dict(self.headers.items()), body)
                 reply = outer._next(captured)
                 if reply.delay:
-                    outer.released.wait(reply.delay)
+                    outer.release.wait(reply.delay)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._answer(reply)
                 self.close_connection = True
@@ -118,17 +151,13 @@ class ProviderServer:
                         self.wfile.write(chunk)
                     self.wfile.flush()
                 if reply.hang:
-                    outer.released.wait(10)
+                    outer.release.wait(10)
                     return
                 if reply.chunked:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        super().__init__(Handler)
 
     def _next(self, captured: Captured) -> Reply:
         with self._lock:
@@ -138,21 +167,6 @@ class ProviderServer:
             if len(self.replies) > 1:
                 return self.replies.pop(0)
             return self.replies[0]
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> ProviderServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.released.set()
-        self._server.shutdown()
-        self._server.server_close()
 
 
 # --- body variants -------------------------------------------------------------------------------

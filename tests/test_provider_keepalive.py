@@ -16,11 +16,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from providers_server import RecordingWait, anthropic_sse, fixture, request, run, sse
+from providers_server import LoopbackServer, RecordingWait, anthropic_sse, fixture, request, run, sse
 
 from miniagent import ProviderError, TextEvent, run_agent
 from miniagent.providers import AnthropicClient, OpenAIChatClient
@@ -35,7 +35,7 @@ ANTHROPIC_TOOL = fixture("anthropic-tool-use.sse")
 ANTHROPIC_TEXT = fixture("anthropic-text.sse")
 
 
-class KeepAliveServer:
+class KeepAliveServer(LoopbackServer):
     """An HTTP/1.1 server that keeps connections alive and counts them.
 
     Args:
@@ -61,7 +61,6 @@ class KeepAliveServer:
         self.bodies = list(bodies)
         self.connections = 0
         self.requests = 0
-        self.release = threading.Event()
         self._lock = threading.Lock()
         outer = self
 
@@ -114,25 +113,7 @@ class KeepAliveServer:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> KeepAliveServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)
 
 
 def make_client(provider: str, server: KeepAliveServer, wait: RecordingWait | None = None) -> Any:
