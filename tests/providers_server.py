@@ -228,6 +228,18 @@ def anthropic_sse(*payloads: dict[str, Any]) -> bytes:
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads).encode()
 
 
+def first_text_event(provider: str) -> bytes:
+    """The start of a stream of ``provider`` (``"openai"`` or ``"anthropic"``) up to its first
+    text event, ``"Hi"``, and no further."""
+    if provider == "openai":
+        return sse({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})
+    return anthropic_sse(
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+    )
+
+
 # --- running a client ----------------------------------------------------------------------------
 
 
@@ -261,6 +273,17 @@ def run(events: Iterator[ModelEvent] | Any) -> Outcome:
         [e for e in collected if isinstance(e, DoneEvent)],
         collected,
     )
+
+
+def stream_reply(make_client: Callable[..., Any], chunks: list[bytes], **kwargs: Any) -> Outcome:
+    """Serve ``chunks`` as the reply, stream one ``request()`` through
+    ``make_client(server, **kwargs)`` and close that client."""
+    with ProviderServer(Reply(chunks)) as server:
+        c = make_client(server, **kwargs)
+        try:
+            return run(c.stream(request()))
+        finally:
+            c.close()
 
 
 class RecordingWait:

@@ -18,6 +18,7 @@ from providers_server import (
     random_chunks,
     request,
     run,
+    stream_reply,
     whole,
 )
 
@@ -52,12 +53,7 @@ def client(server: ProviderServer, **kwargs: Any) -> AnthropicClient:
 
 
 def stream_body(chunks: list[bytes], **kwargs: Any) -> Outcome:
-    with ProviderServer(Reply(chunks)) as server:
-        c = client(server, **kwargs)
-        try:
-            return run(c.stream(request()))
-        finally:
-            c.close()
+    return stream_reply(client, chunks, **kwargs)
 
 
 def check(outcome: Outcome, name: str) -> None:

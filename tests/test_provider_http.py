@@ -16,7 +16,7 @@ from providers_server import (
     ProviderServer,
     RecordingWait,
     Reply,
-    anthropic_sse,
+    first_text_event,
     fixture,
     request,
     run,
@@ -368,15 +368,7 @@ def test_missing_key_for_remote_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _first_event_then_silence(provider: str) -> Reply:
-    if provider == "openai":
-        first = sse({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})
-    else:
-        first = anthropic_sse(
-            {"type": "message_start", "message": {"id": "m", "content": []}},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
-        )
-    return Reply([first], hang=True)
+    return Reply([first_text_event(provider)], hang=True)
 
 
 def _client(provider: str, server: ProviderServer, **kwargs: Any) -> Any:

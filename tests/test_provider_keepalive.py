@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from providers_server import LoopbackServer, RecordingWait, anthropic_sse, fixture, request, run, sse
+from providers_server import LoopbackServer, RecordingWait, first_text_event, fixture, request, run
 
 from miniagent import ProviderError, TextEvent, run_agent
 from miniagent.providers import AnthropicClient, OpenAIChatClient
@@ -178,14 +178,7 @@ def test_a_body_that_never_ends_after_the_end_marker_does_not_stall_the_turn(pro
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_cancel_on_a_reused_connection(provider: str) -> None:
-    if provider == "openai":
-        first = sse({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})
-    else:
-        first = anthropic_sse(
-            {"type": "message_start", "message": {"id": "m", "content": []}},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
-        )
+    first = first_text_event(provider)
     text = three_turns(provider)[2]
     with KeepAliveServer(text, first, text, endless=frozenset({1})) as server:
         client = make_client(provider, server)

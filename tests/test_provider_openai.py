@@ -19,6 +19,7 @@ from providers_server import (
     request,
     run,
     sse,
+    stream_reply,
     whole,
 )
 
@@ -82,12 +83,7 @@ def client(server: ProviderServer, **kwargs: Any) -> OpenAIChatClient:
 
 
 def stream_body(chunks: list[bytes], **kwargs: Any) -> Outcome:
-    with ProviderServer(Reply(chunks)) as server:
-        c = client(server, **kwargs)
-        try:
-            return run(c.stream(request()))
-        finally:
-            c.close()
+    return stream_reply(client, chunks, **kwargs)
 
 
 def check(outcome: Outcome, name: str) -> None:
