@@ -510,6 +510,17 @@ def test_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> Non
     assert tool.execute({"command": "echo hi", "timeout": 0}, None).is_error
 
 
+@pytest.mark.parametrize("tool_name", ["run_command", "grep"])
+def test_a_nan_timeout_is_refused_and_infinity_is_bounded(ws: Path, tool_name: str) -> None:
+    # JSON decoders accept NaN; a NaN deadline would never pass (found in review).
+    tool = tools_for(ws)[tool_name]
+    arguments = {"command": "echo hi"} if tool_name == "run_command" else {"pattern": "x"}
+    result = tool.execute({**arguments, "timeout": float("nan")}, None)
+    assert result == ToolResult("timeout must be a positive number of seconds", is_error=True)
+    result = tool.execute({**arguments, "timeout": float("inf")}, None)
+    assert result.content.startswith("[timeout lowered to the maximum of")
+
+
 def test_no_threads_outlive_a_command(run: Run) -> None:
     before = threading.active_count()
     run("run_command", command="sleep 30 & echo x")

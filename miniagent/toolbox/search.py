@@ -27,7 +27,7 @@ from .environment import scrubbed_environ
 from .files import guarded
 from .output import BINARY_SNIFF_BYTES, cap, decode
 from .paths import OutsideWorkspaceError, Workspace
-from .shell import ProcessOutcome, run_process
+from .shell import ProcessOutcome, run_process, tool_timeout
 
 __all__ = [
     "grep_tool",
@@ -86,14 +86,9 @@ def _grep(
 ) -> ToolResult:
     pattern = str(arguments["pattern"])
     glob = arguments.get("glob")
-    raw_timeout = arguments.get("timeout")
-    timeout = DEFAULT_TIMEOUT_SECONDS if raw_timeout is None else float(raw_timeout)
-    if not timeout > 0:
+    timeout, notes = tool_timeout(arguments.get("timeout"), DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS)
+    if timeout is None:
         return ToolResult("timeout must be a positive number of seconds", is_error=True)
-    notes: list[str] = []
-    if timeout > MAX_TIMEOUT_SECONDS:
-        notes.append(f"[timeout lowered to the maximum of {MAX_TIMEOUT_SECONDS:g} s]")
-        timeout = MAX_TIMEOUT_SECONDS
     try:
         re.compile(pattern)
     except re.error as error:
@@ -137,15 +132,11 @@ def _grep(
     matches, summary, other = _read_worker(outcome)
     if outcome.stopped is None and (outcome.returncode != 0 or summary is None):
         detail = cap(other.strip() or "no output", 2000)
-        return ToolResult(
-            f"the search failed (exit status {outcome.returncode}): {detail}", is_error=True
-        )
+        return ToolResult(f"the search failed (exit status {outcome.returncode}): {detail}", is_error=True)
     lines = [*notes, *(matches or [f"no matches for {pattern!r}"])]
     if summary is not None:
         if summary.get("full"):
-            lines.append(
-                f"[stopped after {MAX_MATCHES} matches; narrow the pattern, path or glob]"
-            )
+            lines.append(f"[stopped after {MAX_MATCHES} matches; narrow the pattern, path or glob]")
         skipped: dict[str, int] = summary.get("skipped") or {}
         if skipped:
             parts = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
@@ -196,13 +187,11 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
                 },
                 "path": {
                     "type": "string",
-                    "description": "File or folder to search, relative to the workspace root. "
-                    "Default: '.'.",
+                    "description": "File or folder to search, relative to the workspace root. Default: '.'.",
                 },
                 "glob": {
                     "type": "string",
-                    "description": "Only search files whose name matches this pattern, "
-                    "e.g. '*.py'.",
+                    "description": "Only search files whose name matches this pattern, e.g. '*.py'.",
                 },
                 "timeout": {
                     "type": "number",

@@ -44,6 +44,7 @@ from .output import OutputBuffer
 from .paths import Workspace
 
 __all__ = [
+    "tool_timeout",
     "CommandOutcome",
     "ProcessOutcome",
     "kill_running_commands",
@@ -361,6 +362,20 @@ def _status_line(outcome: CommandOutcome, timeout: float) -> str:
     return f"exit code: {outcome.returncode}"
 
 
+def tool_timeout(raw: Any, default: float, maximum: float) -> tuple[float | None, list[str]]:
+    """The timeout a tool was asked for, in seconds, and notes for its result.
+
+    Returns ``(None, [])`` when ``raw`` is not a positive number (zero, negative, NaN); a value
+    above ``maximum`` (infinity included) is lowered to it with a note; ``None`` means ``default``.
+    """
+    timeout = default if raw is None else float(raw)
+    if not timeout > 0:  # also refuses NaN, which would make the deadline never pass
+        return None, []
+    if timeout > maximum:
+        return maximum, [f"[timeout lowered to the maximum of {maximum:g} s]"]
+    return timeout, []
+
+
 def _run_command(
     workspace: Workspace,
     max_chars: int,
@@ -370,14 +385,9 @@ def _run_command(
     cancel: threading.Event | None,
 ) -> ToolResult:
     command = str(arguments["command"])
-    raw_timeout = arguments.get("timeout")
-    timeout = DEFAULT_TIMEOUT_SECONDS if raw_timeout is None else float(raw_timeout)
-    if timeout <= 0:
+    timeout, notes = tool_timeout(arguments.get("timeout"), DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS)
+    if timeout is None:
         return ToolResult("timeout must be a positive number of seconds", is_error=True)
-    notes: list[str] = []
-    if timeout > MAX_TIMEOUT_SECONDS:
-        notes.append(f"[timeout lowered to the maximum of {MAX_TIMEOUT_SECONDS:g} s]")
-        timeout = MAX_TIMEOUT_SECONDS
     if "\x00" in command:
         return ToolResult("the command contains a NUL character", is_error=True)
     try:
