@@ -18,10 +18,9 @@ decides when to stop. Invariants, each tested:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
@@ -29,6 +28,9 @@ from .messages import Message, ToolCall
 from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
 from .session import PathLike, SessionFile
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
+
+if TYPE_CHECKING:  # annotations only: the core never starts a thread
+    import threading
 
 __all__ = [
     "StopReason",

@@ -15,12 +15,14 @@ client watches ``request.cancel`` while it blocks, so cancelling does not wait f
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .messages import Message, ToolCall
+
+if TYPE_CHECKING:  # annotations only: the core never starts a thread
+    import threading
 
 __all__ = [
     "TextEvent",

@@ -21,12 +21,15 @@ exceptions are raised at that point of the stream. A ``DoneEvent`` is appended t
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .messages import Message, ToolCall
 from .model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+
+if TYPE_CHECKING:  # annotations only: the core never starts a thread
+    import threading
 
 __all__ = ["ScriptedClient", "RecordedRequest", "ScriptItem", "Turn"]
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import threading
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from .messages import ToolCall
+
+if TYPE_CHECKING:  # annotations only: the core never starts a thread
+    import threading
 
 __all__ = ["ToolResult", "Tool", "Approval", "BeforeToolCall", "tool", "check_input"]
 
