@@ -1,4 +1,4 @@
-"""Signals of the CLI: the first SIGINT/SIGTERM cancels the run, a second one exits at once."""
+"""Signals of the CLI: the first SIGINT/SIGTERM/SIGHUP cancels the run, a second one exits at once."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ __all__ = ["SignalCancel"]
 
 
 class SignalCancel:
-    """Within ``with``: SIGINT/SIGTERM set ``cancel``; a second signal exits at once.
+    """Within ``with``: SIGINT, SIGTERM or SIGHUP set ``cancel``; a second signal exits at once.
 
     Only installed in the main thread (Python delivers signals there); the previous handlers are
     restored on exit. ``interruptible`` (set while an approval prompt waits) makes the first
-    SIGINT also raise ``KeyboardInterrupt`` so the prompt stops waiting.
+    signal also raise ``KeyboardInterrupt`` so the prompt stops waiting. The exit code is
+    ``128 + signal``: 130, 143, 129. SIGHUP (the terminal closed) cancels too, so the run closes
+    its calls and stops its commands instead of dying with them still running.
     """
 
     def __init__(self, cancel: threading.Event, spinner: Spinner) -> None:
@@ -32,7 +34,7 @@ class SignalCancel:
 
     def __enter__(self) -> SignalCancel:
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
@@ -63,7 +65,7 @@ class SignalCancel:
                 if is_terminal(sys.stderr)
                 else f"miniagent: {name}: cancelling\n".encode(),
             )
-        if self.interruptible and signum == signal.SIGINT:
+        if self.interruptible:  # an approval prompt waits for a line: stop waiting
             raise KeyboardInterrupt
 
     def exit_code(self, default: int) -> int:

@@ -33,10 +33,10 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -58,6 +58,7 @@ __all__ = [
     "resolve_provider",
     "resolve_approval",
     "default_session_path",
+    "session_folder",
     "default_system_prompt",
     "EXIT_OK",
     "EXIT_ERROR",
@@ -137,28 +138,43 @@ def resolve_approval(approve: str | None, stdin_is_terminal: bool) -> str:
     return approve
 
 
-def default_session_path(environ: Mapping[str, str] | None = None, now: float | None = None) -> Path:
-    """Return a new session path for ``chat``: ``$XDG_STATE_HOME/miniagent/sessions/<time>.jsonl``.
+def session_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder of ``chat``'s own sessions: ``$XDG_STATE_HOME/miniagent/sessions``.
 
     Args:
         environ: the environment (default ``os.environ``); ``XDG_STATE_HOME`` defaults to
             ``~/.local/state``.
-        now: the time stamp to use (default: now).
-
-    Returns:
-        A path that does not exist yet (a ``-N`` suffix is added when the stamp is taken). The
-        file and folders are created by the first append.
     """
     env = os.environ if environ is None else environ
     state = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    folder = Path(state) / "miniagent" / "sessions"
+    return Path(state) / "miniagent" / "sessions"
+
+
+def default_session_path(environ: Mapping[str, str] | None = None, now: float | None = None) -> Path:
+    """Create and return a new, empty session file for ``chat``: ``<session_folder>/<time>.jsonl``.
+
+    The file is created with ``O_EXCL`` (a ``-N`` suffix is added when the stamp is taken), so
+    two chats started in the same second never share a session.
+
+    Args:
+        environ: the environment (default ``os.environ``), see ``session_folder``.
+        now: the time stamp to use (default: now).
+
+    Raises:
+        OSError: the folder cannot be created.
+    """
+    folder = session_folder(environ)
+    folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    path = folder / f"{stamp}.jsonl"
     number = 1
-    while path.exists():
-        number += 1
-        path = folder / f"{stamp}-{number}.jsonl"
-    return path
+    while True:
+        path = folder / (f"{stamp}.jsonl" if number == 1 else f"{stamp}-{number}.jsonl")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            number += 1
+            continue
+        return path
 
 
 def default_system_prompt(workspace: Path, tools: Sequence[Tool]) -> str:
@@ -255,11 +271,16 @@ class _Agent:
             # MINIAGENT_API_KEY: a key for any server, also one on localhost (where the
             # provider's usual key variable is never sent).
             api_key = os.environ.get("MINIAGENT_API_KEY") or None
-            self.client = create_client(
-                provider,
-                model=self.options.model,
-                base_url=self.options.base_url,
-                api_key=None if provider == "local" else api_key,
+            # In a thread: starting the local server blocks in C code, where the main thread
+            # could not take a Ctrl-C until it returns.
+            _, self.client = _in_thread(
+                lambda: create_client(
+                    provider,
+                    model=self.options.model,
+                    base_url=self.options.base_url,
+                    api_key=None if provider == "local" else api_key,
+                ),
+                name="miniagent-start",
             )
         finally:
             self.spinner.hide()
@@ -272,22 +293,12 @@ class _Agent:
         ``_CLOSE_WAIT_SECONDS`` (or a Ctrl-C arrives), the process is marked to exit at once
         without waiting for it (``main`` then uses ``os._exit``).
         """
-        global _exit_without_cleanup
         self.spinner.close()
         client, self.client = self.client, None
         closer = getattr(client, "close", None)
-        if not callable(closer):
-            return
-        closing = threading.Thread(target=closer, name="miniagent-close", daemon=True)
-        closing.start()
-        deadline = time.monotonic() + _CLOSE_WAIT_SECONDS
-        try:
-            while closing.is_alive() and time.monotonic() < deadline:
-                closing.join(0.05)
-        except KeyboardInterrupt:
-            pass
-        if closing.is_alive():
-            _exit_without_cleanup = True
+        if callable(closer):
+            with contextlib.suppress(KeyboardInterrupt):
+                _in_thread(closer, name="miniagent-close", wait=_CLOSE_WAIT_SECONDS)
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
         self.spinner.hide()
@@ -365,6 +376,43 @@ class _Agent:
         if self.options.json:
             self.display.finish_run(None, EXIT_ERROR, text)
         return EXIT_ERROR
+
+
+_CLOSE_WAIT_SECONDS = 1.0
+_exit_without_cleanup = False  # set when a client is still starting or closing: don't wait for it
+_T = TypeVar("_T")
+
+
+def _in_thread(function: Callable[[], _T], *, name: str, wait: float | None = None) -> tuple[bool, _T | None]:
+    """Run ``function`` in a daemon thread while the main thread stays able to take signals.
+
+    Returns ``(True, result)``, or ``(False, None)`` when ``wait`` seconds passed first. When it
+    is still running (timed out, or a ``KeyboardInterrupt`` came), the process is marked to exit
+    without waiting for it (``main`` uses ``os._exit``). Re-raises what ``function`` raised.
+    """
+    global _exit_without_cleanup
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = function()
+        except BaseException as error:
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name=name, daemon=True)
+    worker.start()
+    deadline = None if wait is None else time.monotonic() + wait
+    try:
+        while worker.is_alive() and (deadline is None or time.monotonic() < deadline):
+            worker.join(0.05)
+    finally:
+        if worker.is_alive():
+            _exit_without_cleanup = True
+    if worker.is_alive():
+        return False, None
+    if "error" in outcome:
+        raise outcome["error"]
+    return True, outcome["result"]
 
 
 def _print_error(text: str) -> None:
@@ -692,10 +740,6 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     if isinstance(result, int):
         return result
     return EXIT_OK
-
-
-_CLOSE_WAIT_SECONDS = 1.0
-_exit_without_cleanup = False  # set when a client is still closing: exit without waiting for it
 
 
 def main(argv: Sequence[str] | None = None) -> None:

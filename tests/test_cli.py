@@ -29,6 +29,7 @@ from miniagent.cli import (
     resolve_approval,
     resolve_provider,
     run_cli,
+    session_folder,
 )
 from miniagent.toolbox.shell import _group_alive
 from tests.cli_helpers import (
@@ -98,11 +99,11 @@ def test_default_session_path_is_under_xdg_state_and_new(tmp_path: Path) -> None
     env = {"XDG_STATE_HOME": str(tmp_path)}
     first = default_session_path(env, now=0)
     assert first.parent == tmp_path / "miniagent" / "sessions" and first.suffix == ".jsonl"
-    first.parent.mkdir(parents=True)
-    first.touch()
-    assert default_session_path(env, now=0) != first
-    home = default_session_path({}, now=0)
-    assert home.parent == Path.home() / ".local" / "state" / "miniagent" / "sessions"
+    assert first.exists() and first.stat().st_size == 0  # claimed, an empty session
+    # Found by a new user: chats started in the same second shared (and fought over) one file.
+    others = [default_session_path(env, now=0) for _ in range(3)]
+    assert len({first, *others}) == 4
+    assert session_folder({}) == Path.home() / ".local" / "state" / "miniagent" / "sessions"
 
 
 @pytest.mark.parametrize(
@@ -596,3 +597,105 @@ def test_a_client_that_is_slow_to_close_does_not_hold_the_exit(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.stdout == "done\n"
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
+)
+def test_one_signal_while_the_approval_prompt_waits_stops_the_run(
+    tmp_path: Path, workspace: Path, signum: int, code: int
+) -> None:
+    # Found by a new user: a single SIGTERM at the prompt hung until the prompt was answered.
+    session = tmp_path / "s.jsonl"
+    turns = [tool_turn("write_file", {"path": "x.txt", "content": "x"}), text_turn("never")]
+    with FakeOpenAI(turns) as server:
+        args = [
+            "run",
+            "--json",
+            "--approve",
+            "ask",
+            "--session",
+            str(session),
+            *model_args(server, workspace),
+        ]
+        child = spawn_cli([*args, "go"], tmp_path, stdin=subprocess.PIPE)  # nobody answers
+        try:
+            assert child.stderr is not None
+            _read_line_until(child.stderr, lambda line: line.startswith("tool call: write_file"))
+            started = time.monotonic()
+            child.send_signal(signum)
+            child.wait(timeout=10)  # stdin stays open: the prompt would wait for ever
+            assert child.stdout is not None
+            stdout = child.stdout.read()
+        finally:
+            child.kill()
+    assert child.returncode == code
+    assert time.monotonic() - started < 5
+    assert json_lines(stdout)[-1] == {"stop_reason": "aborted", "exit_code": code}
+    messages = load_session(session)
+    assert messages[-1].content == "aborted before execution"
+    assert not (workspace / "x.txt").exists()
+
+
+def test_sighup_during_a_command_stops_it_and_closes_the_calls(tmp_path: Path, workspace: Path) -> None:
+    # Found by a new user: closing the terminal left the command running and the call unanswered.
+    marker = workspace / "pgid.txt"
+    session = tmp_path / "s.jsonl"
+    turns = [tool_turn("run_command", {"command": "echo $$ > pgid.txt; sleep 30"}), text_turn("never")]
+    with FakeOpenAI(turns) as server:
+        args = ["run", "--approve", "all", "--session", str(session), *model_args(server, workspace), "go"]
+        child = spawn_cli(args, tmp_path)
+        try:
+            deadline = time.monotonic() + 15
+            while not (marker.exists() and marker.read_text().strip()):
+                assert time.monotonic() < deadline, "the command never started"
+                time.sleep(0.01)
+            pgid = int(marker.read_text())
+            child.send_signal(signal.SIGHUP)
+            child.communicate(timeout=10)
+        finally:
+            child.kill()
+    assert child.returncode == 129
+    deadline = time.monotonic() + 5
+    while _group_alive(pgid):
+        assert time.monotonic() < deadline, "the command outlived the CLI"
+        time.sleep(0.02)
+    assert_every_call_answered_once(load_session(session))
+
+
+def test_ctrl_c_while_the_client_starts_exits_at_once(tmp_path: Path) -> None:
+    # Found by a new user: starting the local server blocks in C code, where the main thread
+    # could not take the Ctrl-C; the CLI now starts the client in a thread. Here the start blocks
+    # in a C call (libc sleep), like llama.cpp's start-up.
+    started = tmp_path / "started"
+    script = tmp_path / "slow_start.py"
+    script.write_text(
+        "import ctypes, pathlib, sys\n"
+        "import miniagent.providers as providers\n"
+        "def slow(*args, **kwargs):\n"
+        f"    pathlib.Path({str(started)!r}).write_text('yes')\n"
+        "    ctypes.CDLL(None).sleep(30)\n"
+        "providers.create_client = slow\n"
+        "from miniagent.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    command = [sys.executable, str(script), "run", "--provider", "openai", "--workspace", str(tmp_path), "hi"]
+    child = subprocess.Popen(
+        command,
+        env=cli_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not started.exists():
+            assert time.monotonic() < deadline, "the client never started"
+            time.sleep(0.01)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=10)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert time.monotonic() - sent < 3
