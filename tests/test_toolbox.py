@@ -82,12 +82,21 @@ def group_gone(pgid: int, within: float = 5.0) -> bool:
 def test_default_tools_names_flags_and_schemas(ws: Path) -> None:
     tools = default_tools(ws)
     assert [t.name for t in tools] == [
-        "read_file", "write_file", "edit_file", "list_dir", "grep", "run_command",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_dir",
+        "grep",
+        "run_command",
     ]
     flags = {t.name: t.read_only for t in tools}
     assert flags == {
-        "read_file": True, "write_file": False, "edit_file": False,
-        "list_dir": True, "grep": True, "run_command": False,
+        "read_file": True,
+        "write_file": False,
+        "edit_file": False,
+        "list_dir": True,
+        "grep": True,
+        "run_command": False,
     }
     for t in tools:
         assert t.description
@@ -122,9 +131,7 @@ def test_default_tools_rejects_missing_workspace_and_tiny_cap(tmp_path: Path) ->
         "/etc/passwd",
     ],
 )
-def test_paths_outside_are_refused(
-    dirs: tuple[Path, Path], run: Run, tool: str, path: str
-) -> None:
+def test_paths_outside_are_refused(dirs: tuple[Path, Path], run: Run, tool: str, path: str) -> None:
     _, root = dirs
     path = path.format(root=root)
     arguments: dict[str, Any] = {"path": path}
@@ -157,9 +164,7 @@ def test_absolute_path_inside_is_accepted(ws: Path, run: Run) -> None:
     assert written == ToolResult("created b.txt (1 character, 1 byte)")
 
 
-def test_symlinked_file_leading_out_is_refused_for_read_edit_write(
-    dirs: tuple[Path, Path], run: Run
-) -> None:
+def test_symlinked_file_leading_out_is_refused_for_read_edit_write(dirs: tuple[Path, Path], run: Run) -> None:
     ws, root = dirs
     (ws / "link.txt").symlink_to(root / "outside" / "secret.txt")
     for tool, extra in [
@@ -188,9 +193,7 @@ def test_symlinked_folder_leading_out_is_refused_for_read_write_list(
     assert run("list_dir", path="out").is_error
 
 
-def test_dangling_symlink_leading_out_cannot_be_written_through(
-    dirs: tuple[Path, Path], run: Run
-) -> None:
+def test_dangling_symlink_leading_out_cannot_be_written_through(dirs: tuple[Path, Path], run: Run) -> None:
     ws, root = dirs
     (ws / "dangling").symlink_to(root / "outside" / "created-by-write.txt")
     result = run("write_file", path="dangling", content="pwned")
@@ -306,9 +309,7 @@ def test_output_buffer_bounded_memory_counts_chars_and_bytes() -> None:
     for index in range(0, len(data), 7):
         buffer.append(data[index : index + 7])
     result = buffer.text(60)
-    match = re.fullmatch(
-        r"(é*)\n\[\.\.\. (\d+) characters and (\d+) bytes left out \.\.\.\]\n(é*)", result
-    )
+    match = re.fullmatch(r"(é*)\n\[\.\.\. (\d+) characters and (\d+) bytes left out \.\.\.\]\n(é*)", result)
     assert match is not None, result
     head, chars, dropped, tail = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
     # kept ends are 100 bytes = 50 characters each; the middle 1800 bytes were never kept
@@ -378,9 +379,7 @@ def test_list_dir_depth(ws: Path, run: Run) -> None:
     (ws / ".git" / "HEAD").write_text("")
     assert run("list_dir").content == ".git/\na/\ntop.txt"
     assert run("list_dir", path=".", depth=2).content == ".git/\na/\na/b/\na/one.txt\ntop.txt"
-    assert run("list_dir", depth=4).content == (
-        ".git/\na/\na/b/\na/b/c/\na/b/c/deep.txt\na/one.txt\ntop.txt"
-    )
+    assert run("list_dir", depth=4).content == (".git/\na/\na/b/\na/b/c/\na/b/c/deep.txt\na/one.txt\ntop.txt")
     assert run("list_dir", path="a/b").content == "a/b/c/"
     assert run("list_dir", path="top.txt").is_error
     assert run("list_dir", path="nope").is_error
@@ -395,9 +394,7 @@ def test_grep_results_and_glob(ws: Path, run: Run) -> None:
     (ws / "src" / "b.txt").write_text("foo bar\r\n")
     (ws / "blob.bin").write_bytes(b"foo\x00")
     result = run("grep", pattern=r"fo+")
-    assert result.content == (
-        "src/a.py:1: def foo():\nsrc/b.txt:1: foo bar\n[skipped: 1 binary files]"
-    )
+    assert result.content == ("src/a.py:1: def foo():\nsrc/b.txt:1: foo bar\n[skipped: 1 binary files]")
     assert run("grep", pattern="foo", glob="*.py").content == "src/a.py:1: def foo():"
     assert run("grep", pattern="return", path="src/a.py").content == "src/a.py:2:     return 1"
     none = run("grep", pattern="zzz")
@@ -431,9 +428,7 @@ def test_command_non_utf8_bytes_are_replaced(run: Run) -> None:
 
 def test_command_timeout_kills_a_group_that_ignores_sigterm(ws: Path) -> None:
     started = time.monotonic()
-    outcome = run_shell(
-        "trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5
-    )
+    outcome = run_shell("trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5)
     elapsed = time.monotonic() - started
     print(f"timeout + grace took {elapsed:.3f} s")
     assert outcome.stopped == "timeout"
@@ -552,7 +547,10 @@ def test_agent_works_inside_the_folder_and_cannot_leave_it(dirs: tuple[Path, Pat
     ]
     client = ScriptedClient(turns)
     result = run_agent(
-        client=client, system="work in the folder", tools=default_tools(ws), user="go",
+        client=client,
+        system="work in the folder",
+        tools=default_tools(ws),
+        user="go",
         max_turns=10,
     )
     assert result.stop_reason == "complete"
@@ -717,8 +715,12 @@ def test_redaction_happens_before_the_cap_cuts(ws: Path) -> None:
 
 @pytest.mark.parametrize(
     ("env", "error"),
-    [({"A": 1}, TypeError), ({"A=B": "x"}, ValueError), ({"": "x"}, ValueError),
-     ({"A": "x\x00y"}, ValueError)],
+    [
+        ({"A": 1}, TypeError),
+        ({"A=B": "x"}, ValueError),
+        ({"": "x"}, ValueError),
+        ({"A": "x\x00y"}, ValueError),
+    ],
 )
 def test_invalid_command_env_is_refused(ws: Path, env: dict[str, Any], error: type) -> None:
     with pytest.raises(error):
@@ -756,7 +758,11 @@ def test_key_stays_out_of_the_session_of_an_agent_run(ws: Path, tmp_path: Path) 
     session = tmp_path / "session.jsonl"
     client = ScriptedClient([[ToolCall("1", "run_command", {"command": "env | grep KEY"})], ["ok"]])
     result = run_agent(
-        client=client, system="s", tools=default_tools(ws), user="go", max_turns=3,
+        client=client,
+        system="s",
+        tools=default_tools(ws),
+        user="go",
+        max_turns=3,
         session_path=session,
     )
     answer = next(m for m in result.messages if m.role == "tool")
@@ -824,9 +830,7 @@ def test_grep_bad_regex_is_refused_before_any_child(ws: Path, run: Run) -> None:
     assert time.monotonic() - started < 0.5
 
 
-def test_grep_worker_failure_is_an_error_result(
-    ws: Path, run: Run, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_grep_worker_failure_is_an_error_result(ws: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     from miniagent.toolbox import search
 
     monkeypatch.setattr(search, "_WORKER", ws / "missing_worker.py")
@@ -841,18 +845,28 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
 
     (ws / "a.txt").write_text("hit\n")
     request = {
-        "root": str(ws.resolve()), "top": str(ws.resolve()), "is_dir": True, "pattern": "hit",
-        "glob": "*.txt", "max_matches": 10, "max_line_chars": 50, "max_file_bytes": 1000,
-        "sniff_bytes": 100, "skipped_folders": [".git"],
+        "root": str(ws.resolve()),
+        "top": str(ws.resolve()),
+        "is_dir": True,
+        "pattern": "hit",
+        "glob": "*.txt",
+        "max_matches": 10,
+        "max_line_chars": 50,
+        "max_file_bytes": 1000,
+        "sniff_bytes": 100,
+        "skipped_folders": [".git"],
     }
     argv = search._worker_argv()
     done = subprocess.run(
         [*argv[:-1], "-X", "importtime", argv[-1]],
-        input=json.dumps(request).encode(), capture_output=True, timeout=60,
+        input=json.dumps(request).encode(),
+        capture_output=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        b'["match", "a.txt:1: hit"]', b'["done", {"skipped": {}, "full": false}]'
+        b'["match", "a.txt:1: hit"]',
+        b'["done", {"skipped": {}, "full": false}]',
     ]
     imported = {line.split(b"|")[-1].strip() for line in done.stderr.splitlines()}
     assert not any(name.startswith((b"miniagent", b"typing", b"pathlib")) for name in imported)
@@ -871,3 +885,18 @@ def test_ordinary_grep_latency(ws: Path, run: Run) -> None:
     median = sorted(times)[len(times) // 2]
     print(f"ordinary grep over 50 files: median {median * 1000:.1f} ms")
     assert median < 1.0
+
+
+def test_secret_values_in_files_are_redacted_from_every_tool_result(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a new user: a key in a workspace file went unmasked into the session via read_file.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET123")
+    (ws / "k.env").write_text("key=sk-test-SECRET123\nother=1\n")
+    tools = tools_for(ws)
+    assert tools["read_file"].execute({"path": "k.env"}, None).content.startswith("key=***")
+    grep = tools["grep"].execute({"pattern": "key", "path": "."}, None).content
+    assert "sk-test-SECRET123" not in grep and "***" in grep
+    assert "sk-test-SECRET123" not in tools["run_command"].execute({"command": "cat k.env"}, None).content
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert "sk-test-SECRET123" in tools["read_file"].execute({"path": "k.env"}, None).content

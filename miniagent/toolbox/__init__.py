@@ -19,7 +19,9 @@ timeout. Secrets: they get an environment without secret variables -- ``OPENAI_A
 ``ANTHROPIC_API_KEY`` and any name that, upper-cased, is or ends with ``_API_KEY``, ``_APIKEY``,
 ``_TOKEN``, ``_SECRET``, ``_SECRET_KEY``, ``_PASSWORD``, ``_PASSWD``, ``_ACCESS_KEY``,
 ``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_`` (``environment``) -- and
-values of such variables (at least 8 characters) are replaced with ``***`` in command output.
+values of such variables (at least 8 characters) are replaced with ``***`` in command output
+and in the result of every other tool (a ``.env`` file read with ``read_file`` or found by ``grep``).
+A tool that transforms a secret (base64, reversed) can still reveal it: redaction matches values.
 
 Modules: ``paths`` (confinement), ``output`` (decoding and capping), ``environment`` (secret
 variables), ``files``, ``search`` (with its child ``_grep_worker``), ``shell``.
@@ -28,9 +30,13 @@ variables), ``files``, ``search`` (with its child ``_grep_worker``), ``shell``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
-from ..tools import Tool
+from ..tools import Tool, ToolResult
+from .environment import redactor, secret_values
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
 from .output import cap
 from .paths import OutsideWorkspaceError, Workspace
@@ -74,7 +80,8 @@ def default_tools(
             start or after ``_`` (``environment.is_secret_name``). A mapping: exactly that
             environment (copied now; nothing added or removed). Either way, values (>= 8
             characters) of secret variables of ``os.environ`` and of the command's environment are
-            replaced with ``***`` in command output.
+            replaced with ``***`` in command output, and those of ``os.environ`` in every other
+            tool's result.
 
     Returns:
         ``[read_file, write_file, edit_file, list_dir, grep, run_command]``.
@@ -89,10 +96,25 @@ def default_tools(
         raise ValueError(f"max_output_chars must be at least {MIN_OUTPUT_CHARS}")
     root = Workspace(workspace)
     return [
-        read_file_tool(root, max_output_chars),
-        write_file_tool(root),
-        edit_file_tool(root),
-        list_dir_tool(root, max_output_chars),
-        grep_tool(root, max_output_chars),
-        run_command_tool(root, max_output_chars, env=command_env),
+        _redacting(read_file_tool(root, max_output_chars)),
+        _redacting(write_file_tool(root)),
+        _redacting(edit_file_tool(root)),
+        _redacting(list_dir_tool(root, max_output_chars)),
+        _redacting(grep_tool(root, max_output_chars)),
+        run_command_tool(root, max_output_chars, env=command_env),  # redacts before its cap
     ]
+
+
+def _redacting(tool: Tool) -> Tool:
+    """``tool`` whose results have the values of secret variables of ``os.environ`` (read at each
+    call) replaced with ``***``: a key in a file must not reach the record or the model."""
+    execute = tool.execute
+
+    def redacted(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+        result = execute(arguments, cancel)
+        values = secret_values(os.environ)
+        if not values:
+            return result
+        return ToolResult(redactor(values)(result.content), result.is_error)
+
+    return replace(tool, execute=redacted)
