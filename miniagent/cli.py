@@ -470,6 +470,13 @@ def _read_line(prompt: str, interactive: bool) -> str | None:
     return line if line else None
 
 
+_CHAT_HELP = """miniagent chat: each line is one request to the model, on the same session.
+  /exit or /quit (or Ctrl-D)  leave
+  /help                       this text
+  Ctrl-C                      cancel the answer in progress (at the prompt: leave)
+"""
+
+
 def _command_chat(options: _Options) -> int:
     _configure_logging(options.debug)
     _check_options(options)
@@ -501,8 +508,11 @@ def _command_chat(options: _Options) -> int:
             text = _valid_text(line.strip())
             if not text:
                 continue
-            if text in ("/exit", "/quit"):
+            if text.lower() in ("/exit", "/quit"):
                 return code
+            if text.lower() == "/help":
+                sys.stderr.write(_CHAT_HELP)
+                continue
             try:
                 stop_reason, run_code = agent.run_once(text)
             except SessionError as error:

@@ -699,3 +699,11 @@ def test_ctrl_c_while_the_client_starts_exits_at_once(tmp_path: Path) -> None:
         child.kill()
     assert child.returncode == 130
     assert time.monotonic() - sent < 3
+
+
+def test_chat_help_and_exit_commands_are_not_sent_to_the_model(tmp_path: Path, workspace: Path) -> None:
+    with FakeOpenAI([]) as server:
+        done = run_cli_process(["chat", *model_args(server, workspace)], tmp_path, input="/help\n/EXIT \n")
+        assert server.posts == 0
+    assert done.returncode == 0, done.stderr
+    assert "/exit or /quit" in done.stderr
