@@ -121,14 +121,15 @@ def run_agent(
     Raises:
         EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
         SessionError: the session file has a bad line or is locked by another run.
-        ValueError: bad arguments (``max_turns < 0``, duplicate tool names, a budget < 1, or a
-            newest unit larger than the budget).
+        ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, a budget
+            < 1, a ``user`` message larger than the budget (raised before anything is written),
+            or, later, a newest unit larger than the budget).
         OSError: appending to the session failed.
         Exception: whatever the model client, the approval hook or a tool raised, the original
             object, after the current and remaining calls were closed.
     """
-    if max_turns < 0:
-        raise ValueError(f"max_turns must be >= 0, got {max_turns}")
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
+        raise ValueError(f"max_turns must be an int >= 0, got {max_turns!r}")
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
     session = SessionFile(session_path, fsync=session_fsync) if session_path is not None else None
     try:
@@ -181,8 +182,11 @@ class _Loop:
             self.messages.extend(session.load())
         if self.cancelled():  # checkpoint 1: nothing written
             return self.stop("aborted")
+        message = Message("user", user)
+        if trimmer is not None:
+            trimmer.check_fits(message)  # a budget that cannot hold it fails before any write
         self.answer_interrupted_calls()
-        self.record(Message("user", user))
+        self.record(message)
         try:
             for _turn in range(max_turns):
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)

@@ -40,7 +40,7 @@ def message_chars(message: Message) -> int:
 
 
 def _check_budget(max_chars: int) -> None:
-    if max_chars < 1:
+    if isinstance(max_chars, bool) or not max_chars >= 1:  # also refuses NaN
         raise ValueError(f"context budget must be at least 1 character, got {max_chars}")
 
 
@@ -152,6 +152,15 @@ class Trimmer:
                 self._totals_before.append(self._total)
             self._total += message_chars(message)
         self._seen = len(messages)
+
+    def check_fits(self, message: Message) -> None:
+        """Raise the ``window()`` error now if ``message`` alone, as the next unit, will not fit.
+
+        Lets a caller refuse a new user message before recording it.
+        """
+        size = message_chars(message)
+        if size > self._max_chars:
+            raise _too_small(size, self._max_chars)
 
     def window(self) -> MessageWindow:
         """Return the trimmed view: identical in content to ``trim_context(messages, max_chars)``."""

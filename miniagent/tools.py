@@ -231,6 +231,10 @@ def _make_tool(
     description: str | None,
     read_only: bool,
 ) -> Tool:
+    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+        raise TypeError(
+            f"@tool needs a plain function; {function.__name__} is async (the loop is synchronous)"
+        )
     signature = inspect.signature(function)
     hints = typing.get_type_hints(function)
     doc_text, doc_args = _parse_docstring(function.__doc__ or "")
@@ -303,7 +307,8 @@ def tool(
       Exceptions propagate to the loop (which closes the calls and re-raises them).
 
     Raises:
-        TypeError: a parameter type has no JSON Schema form, or the function takes ``*args``.
+        TypeError: a parameter type has no JSON Schema form, the function takes ``*args``, or it
+            is ``async`` (the loop is synchronous).
     """
     if function is not None:
         return _make_tool(function, name, description, read_only)

@@ -590,3 +590,26 @@ def test_trimming_never_splits_a_call_from_its_result_and_keeps_the_record_whole
 def test_budget_too_small_for_the_newest_unit_raises() -> None:
     with pytest.raises(ValueError, match="cannot hold"):
         run(ScriptedClient([["x"]]), user="a long user message", context_max_chars=5)
+
+
+def test_a_user_message_the_budget_cannot_hold_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    # Found by a new user: the ValueError came after the user message was already in the session.
+    session = tmp_path / "s.jsonl"
+    run(ScriptedClient([["first"]]), session_path=session)
+    before = session.read_bytes()
+    with pytest.raises(ValueError, match="cannot hold"):
+        run(ScriptedClient([]), session_path=session, user="x" * 1000, context_max_chars=100)
+    assert session.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "3"])
+def test_max_turns_must_be_an_int(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_turns"):
+        run(ScriptedClient([]), max_turns=bad)
+
+
+def test_a_nan_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        run(ScriptedClient([]), context_max_chars=float("nan"))

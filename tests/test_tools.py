@@ -118,3 +118,12 @@ def test_check_input(value: Any, problem: str | None) -> None:
         "additionalProperties": False,
     }
     assert check_input(schema, value) == problem
+
+
+def test_async_functions_are_refused_at_decoration() -> None:
+    # Found by a new user: an async tool "ran" and returned the text of an unawaited coroutine.
+    with pytest.raises(TypeError, match="async"):
+
+        @tool
+        async def fetch(url: str) -> str:
+            return url
