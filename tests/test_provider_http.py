@@ -169,7 +169,8 @@ def test_connection_refused_is_retried_then_raised() -> None:
     )
     with pytest.raises(ProviderError) as info:
         run(client.stream(request()))
-    assert str(info.value) == f"OpenAI: cannot connect to 127.0.0.1:{port} (connection refused)"
+    expected = f"OpenAI: cannot connect to 127.0.0.1:{port} (connection refused) (after 2 retries)"
+    assert str(info.value) == expected
     assert info.value.retryable and info.value.status is None
     assert len(wait.delays) == 2
 

@@ -1,6 +1,8 @@
 """HTTP model clients: OpenAI-compatible chat completions and the Anthropic Messages API.
 
 Needs the ``http`` extra (``requests``); ``import miniagent`` alone never imports this package.
+Without ``requests``, importing it raises ``ModuleNotFoundError`` (``name == "requests"``) whose
+message says what to install: ``miniagent.providers needs requests: pip install 'miniagent[http]'``.
 
 - ``OpenAIChatClient(model, base_url="https://api.openai.com/v1", api_key=None)``
 - ``AnthropicClient(model, base_url="https://api.anthropic.com", api_key=None, max_tokens=4096)``
@@ -16,6 +18,15 @@ as long as the server allows it).
 from __future__ import annotations
 
 from typing import Any
+
+try:
+    import requests as _requests  # noqa: F401  (only to turn its absence into a clear error)
+except ModuleNotFoundError as _missing:
+    if _missing.name not in ("requests", "urllib3"):
+        raise
+    raise ModuleNotFoundError(
+        "miniagent.providers needs requests: pip install 'miniagent[http]'", name="requests"
+    ) from None
 
 from ..errors import ProviderError
 from ..model import ModelClient

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import unicodedata
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -29,20 +31,57 @@ USER_AGENT = "miniagent/0.1"
 
 
 def is_local_url(url: str) -> bool:
-    """Whether ``url`` points at this machine (``localhost``, ``*.localhost``, loopback IPs)."""
-    host = (urlsplit(url).hostname or "").lower()
+    """Whether ``url`` points at this machine, judged as the OS would connect, without DNS.
+
+    Local: the names ``localhost`` and ``*.localhost`` (a trailing dot allowed); an IPv4 address
+    in any form ``inet_aton`` accepts (``127.1``, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``)
+    in 127.0.0.0/8 or ``0.0.0.0``; an IPv6 address that is loopback (``[::1]``), unspecified
+    (``[::]``) or IPv4-mapped onto one of those IPv4 addresses (``[::ffff:127.0.0.1]``).
+    Connecting to the unspecified address (``0.0.0.0``, ``::``) reaches the local host. Other
+    names are not resolved, so a name that happens to resolve to a loopback address, and this
+    machine's own non-loopback addresses, do not count as local.
+    """
+    try:
+        host = urlsplit(url.strip()).hostname or ""
+    except ValueError:  # e.g. an unbalanced "[" in the netloc
+        return False
+    return _is_local_host(host)
+
+
+def _is_local_host(host: str) -> bool:
+    # requests encodes a non-ASCII name with IDNA (UTS 46), which maps e.g. fullwidth letters
+    # and digits to ASCII: NFKC and the IDNA dots approximate that.
+    host = unicodedata.normalize("NFKC", host).lower()
+    for dot in ("\u3002", "\uff0e", "\uff61"):
+        host = host.replace(dot, ".")
+    if host.endswith(".") and not host.endswith(".."):
+        host = host[:-1]
     if host == "localhost" or host.endswith(".localhost"):
         return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
+    if ":" in host:
+        try:
+            address = ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        mapped = address.ipv4_mapped
+        if mapped is not None:
+            return mapped.is_loopback or mapped.is_unspecified
+        return address.is_loopback or address.is_unspecified
+    if not host or not host.isascii() or host.strip() != host:
         return False
+    try:
+        packed = socket.inet_aton(host)  # the forms getaddrinfo() accepts for AF_INET
+    except OSError:
+        return False
+    ipv4 = ipaddress.IPv4Address(packed)
+    return ipv4.is_loopback or ipv4.is_unspecified
 
 
 def resolve_api_key(api_key: str | None, env_var: str, base_url: str, provider: str) -> str | None:
     """The key to send: ``api_key``, else ``$env_var`` (only for non-local servers).
 
-    A local server (see ``is_local_url``) needs no key, and the environment key is not sent to
+    A local server (see ``is_local_url``: ``localhost``, ``127.1``, ``0.0.0.0``, ``[::1]``...)
+    needs no key, and the environment key is not sent to
     it (it is meant for the provider, not for whatever listens on localhost).
 
     Raises:

@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Any, NoReturn
 
 from ..errors import ProviderError
 from ._errors import redact, truncate
 from .sse import SSEEvent
 
-__all__ = ["load_event_json", "parse_tool_input"]
+__all__ = ["load_event_json", "nonfinite_problem", "parse_tool_input"]
 
 _loads = json.loads
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _loads_strict(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN``/``Infinity``/``-Infinity`` and numbers that overflow
+    to infinity (``1e999``): none of them is JSON, and they would make the session and the
+    CLI's ``--json`` output non-standard."""
+    return _loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = ()) -> Any:
@@ -22,6 +41,10 @@ def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = (
             start of the data, credentials redacted). Marked retryable: in practice this is a
             stream cut or garbled in transit (e.g. the connection closed mid-line), which a new
             request may fix.
+
+    ``NaN``/``Infinity`` literals are accepted here (a stray one in an event field the agent
+    does not use is harmless); values that reach the record are checked where they are taken
+    (``parse_tool_input``, ``nonfinite_problem``).
     """
     try:
         return _loads(event.data)
@@ -43,18 +66,38 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
     Returns:
         ``(dict, None)`` for a JSON object; ``({}, None)`` for empty or blank text (both APIs
         send ``""`` for a call without arguments); ``({}, message)`` otherwise, where message is
-        e.g. ``"arguments are not valid JSON: Expecting ',' delimiter: line 1 column 9"`` or
-        ``"arguments must be a JSON object, got array"``.
+        e.g. ``"arguments are not valid JSON: Expecting ',' delimiter: line 1 column 9"``,
+        ``"arguments are not valid JSON: NaN is not allowed"`` (also ``Infinity``,
+        ``-Infinity``, and ``number 1e999 is out of range``: not JSON, Python's ``json`` would
+        accept them) or ``"arguments must be a JSON object, got array"``.
     """
     if not arguments or arguments.isspace():
         return {}, None
     try:
-        value = _loads(arguments)
+        value = _loads_strict(arguments)
     except ValueError as exc:
         return {}, f"arguments are not valid JSON: {exc}"
     if isinstance(value, dict):
         return value, None
     return {}, f"arguments must be a JSON object, got {_json_type(value)}"
+
+
+def nonfinite_problem(value: Any) -> str | None:
+    """``None`` when ``value`` (decoded JSON) holds no NaN or infinite number, else the problem,
+    e.g. ``"NaN is not allowed"`` (for a tool input taken whole from an event, such as Anthropic's
+    ``content_block_start`` ``input``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            if math.isnan(item):
+                return "NaN is not allowed"
+            return f"{'-' if item < 0 else ''}Infinity is not allowed"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def _json_type(value: Any) -> str:

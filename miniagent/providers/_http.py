@@ -332,7 +332,8 @@ class Transport:
                 s)"``; a body that is not an event stream; a broken or cut stream
                 (``"OpenAI stream broken: CAUSE (HOST:PORT)"``); an error event in the stream; a
                 response longer than ``stream_timeout`` (kind ``"stream_timeout"``, not retried).
-                Nothing is retried once an event has been yielded.
+                Nothing is retried once an event has been yielded. An error raised after
+                retries ends with ``(after N retries)`` (``(after 1 retry)``).
         """
         text = json.dumps(body, ensure_ascii=False)
         try:
@@ -358,6 +359,9 @@ class Transport:
                 if cancel is not None and cancel.is_set():
                     return
                 if yielded or not err.retryable or attempt >= self.retry.max_retries:
+                    if attempt and not yielded:
+                        # Same exception (type, status, kind), its text saying it was retried.
+                        err.args = (f"{err} (after {attempt} {'retry' if attempt == 1 else 'retries'})",)
                     raise
                 retry_after = err.retry_after if isinstance(err, StatusError) else None
                 delay = self.retry.delay(attempt, retry_after)

@@ -17,7 +17,7 @@ from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
 from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
-from ._decode import load_event_json, parse_tool_input
+from ._decode import load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
 from ._retry import RetryPolicy
@@ -40,7 +40,10 @@ class AnthropicClient(HTTPClient):
 
     Args:
         model: the model name sent as ``model``.
-        base_url: the API root, without ``/v1``.
+        base_url: the API root, with or without a trailing ``/v1`` (and slash):
+            ``https://api.anthropic.com`` and ``https://api.anthropic.com/v1/`` both post to
+            ``https://api.anthropic.com/v1/messages``. The ``base_url`` attribute keeps the
+            root without ``/v1``.
         api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``. A server on
             localhost/loopback needs none (and never gets the environment key).
         max_tokens: the required output token limit (``max_tokens``).
@@ -94,6 +97,8 @@ class AnthropicClient(HTTPClient):
             extra_body=extra_body,
             headers=headers,
         )
+        if self.base_url.endswith("/v1"):  # the OpenAI-style root: "/v1" is added per request
+            self.base_url = self.base_url[: -len("/v1")]
         self.max_tokens = max_tokens
 
     def _auth_headers(self, key: str) -> dict[str, str]:
@@ -243,9 +248,13 @@ class _ToolBlock:
     parts: list[str] = field(default_factory=list)
 
     def call(self) -> ToolCall:
-        """The finished call: ``input_json_delta`` text parsed; no deltas → the start ``input``."""
+        """The finished call: ``input_json_delta`` text parsed; no deltas → the start ``input``
+        (refused like broken JSON when it holds a NaN or an infinity)."""
         arguments = "".join(self.parts)
         if not arguments.strip():
+            problem = nonfinite_problem(self.initial)
+            if problem is not None:
+                return ToolCall(self.id, self.name, {}, f"arguments are not valid JSON: {problem}")
             return ToolCall(self.id, self.name, dict(self.initial))
         tool_input, error = parse_tool_input(arguments)
         return ToolCall(self.id, self.name, tool_input, error)
