@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json", "json_text"]
+__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json", "json_text", "json_utf8"]
 
 Role = Literal["user", "assistant", "tool"]
 _ROLES = frozenset(("user", "assistant", "tool"))
@@ -123,19 +123,22 @@ def message_to_json(message: Message) -> dict[str, Any]:
     return data
 
 
-def json_text(data: Any) -> str:
-    """Compact JSON text of ``data`` that always has a UTF-8 form.
+def json_utf8(data: Any) -> bytes:
+    """Compact JSON of ``data`` encoded as UTF-8 (one encode: the session writes these bytes).
 
     Non-ASCII characters are kept as they are, unless the data holds a lone surrogate (a file
-    name decoded with ``surrogateescape``, a ``"\\ud800"`` escape from a model), which has no UTF-8
-    form: then the whole text uses ASCII escapes, which load back as the same string.
+    name decoded with ``surrogateescape``, a ``"\\ud800"`` escape from a model), which has no
+    UTF-8 form: then the whole text uses ASCII escapes, which load back as the same string.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     try:
-        text.encode("utf-8")
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(data, separators=(",", ":"))
-    return text
+        return json.dumps(data, separators=(",", ":")).encode("ascii")
+
+
+def json_text(data: Any) -> str:
+    """``json_utf8`` as text: compact JSON that always has a UTF-8 form (for ``--json`` lines)."""
+    return json_utf8(data).decode("utf-8")
 
 
 def message_from_json(data: Any) -> Message:

@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Union
 
 from .errors import SessionError
-from .messages import Message, message_from_json, message_to_json
+from .messages import Message, json_utf8, message_from_json, message_to_json
 
 __all__ = ["load_session", "append_session", "SessionFile", "PathLike"]
 
@@ -46,14 +46,10 @@ def _encode(path: PathLike, message: Message) -> bytes:
         message_from_json(data)  # the loader's own rules, on the JSON object about to be written
     except ValueError as error:
         raise SessionError(path, f"message not stored: it could not be loaded back ({error})") from None
-    try:
-        return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (a file name decoded with surrogateescape, a "\ud800" escape from a
-        # model) has no UTF-8 form. JSON escapes keep it: the line is ASCII and loads back as the
-        # same message (except that a high surrogate right before a low one loads back as the
-        # character the pair encodes: JSON cannot tell the two apart).
-        return (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
+    # json_utf8 escapes a lone surrogate (a file name decoded with surrogateescape), which has no
+    # UTF-8 form; it loads back as the same message (except that a high surrogate right before a
+    # low one loads back as the character the pair encodes: JSON cannot tell the two apart).
+    return json_utf8(data) + b"\n"
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
