@@ -161,11 +161,14 @@ def test_a_slow_call_times_out_with_an_error_result(sdk: StdioMCPServer) -> None
 
 
 def test_a_server_crashing_mid_call_gives_an_error_result_and_the_next_call_restarts_it() -> None:
-    # The shell leaves a grandchild (sleep) in the group: close() must stop it too.
+    # The shell leaves a child (sleep) in the group that holds stdout open after the server
+    # died: the crash must still be seen at once, and close() must stop the child too.
     command = ["-c", f"sleep 30 & exec {sys.executable} {SDK_SERVER}"]
     with StdioMCPServer("/bin/sh", command, name="crashy") as server:
         tools = {t.name: t for t in server.tools()}
+        started = time.monotonic()
         crashed = tools["crash"].execute({}, None)
+        assert time.monotonic() - started < 10
         assert crashed.is_error is True
         assert "exited with code 3" in crashed.content
         assert "crashing on purpose" in crashed.content

@@ -12,8 +12,9 @@ Invariants:
 - A line that is not a JSON object or array (a server that prints a banner or debug output to
   stdout) is logged as a warning and skipped; the request keeps waiting for its response.
 - A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped.
-- When stdout ends or stdin breaks, the server is finished: the error names its exit status
-  and its last stderr lines; ``alive()`` is false from then on.
+- When stdout ends, stdin breaks, or the server exited and nothing is left to read (a child it
+  started may still hold stdout open), the server is finished: its group is stopped, the error
+  names its exit status and its last stderr lines; ``alive()`` is false from then on.
 """
 
 from __future__ import annotations
@@ -188,16 +189,27 @@ class StdioTransport:
             if self._scanned > MAX_MESSAGE_BYTES:
                 self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
             self._check_usable()
-            try:
-                chunk = os.read(self._out, _READ_SIZE)
-            except BlockingIOError:
-                self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline)
-                continue
-            except (OSError, ValueError):
-                chunk = b""
+            chunk = self._read()
+            if chunk is None:
+                exited = self.process.popen.poll() is not None
+                chunk = self._read() if exited else None  # what it wrote just before exiting
+                if chunk is None:
+                    if exited:  # a child it left may hold stdout open: do not wait for EOF
+                        raise self._ended("exited")
+                    self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline)
+                    continue
             if not chunk:
                 raise self._ended("closed its stdout")
             self._buffer += chunk
+
+    def _read(self) -> bytes | None:
+        """What stdout holds now (``b""`` at its end), or ``None`` when nothing is there yet."""
+        try:
+            return os.read(self._out, _READ_SIZE)
+        except BlockingIOError:
+            return None
+        except (OSError, ValueError):
+            return b""
 
     def _wait(
         self, fd: int, *, for_write: bool, cancel: threading.Event | None, deadline: float | None
@@ -245,9 +257,9 @@ class StdioTransport:
         with contextlib.suppress(Exception):
             popen.wait(timeout=0.5)
         code = popen.poll()
+        self.process.stop(exit_grace=0)  # also what it left running in its group
         if code is None:
             status = f"{what} (still running; it was stopped)"
-            self.process.stop(exit_grace=0)
         elif code < 0:
             try:
                 status = f"was killed by {signal.Signals(-code).name}"
