@@ -246,17 +246,3 @@ def json_lines(stdout: str) -> list[dict[str, Any]]:
     """Parse every stdout line as JSON (fails on any line that is not)."""
     return [json.loads(line) for line in stdout.splitlines()]
 
-
-def group_alive(pgid: int) -> bool:
-    """Whether a live (not zombie) process of group ``pgid`` exists, read from ``/proc``."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()  # "pid (comm) state ppid pgrp ..."
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False

@@ -31,13 +31,13 @@ from miniagent.cli import (
     run_cli,
     session_folder,
 )
+from miniagent.toolbox.process import group_alive
 from tests.cli_helpers import (
     STALL,
     FakeOpenAI,
     cli_command,
     cli_env,
     empty_turn,
-    group_alive,
     json_lines,
     model_args,
     spawn_cli,

@@ -121,11 +121,11 @@ class Runner:
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
         from ..toolbox import default_tools
-        from ..toolbox.shell import kill_running_commands
+        from ..toolbox.process import kill_running_children
 
         workspace = self.options.folder
         self.tools = default_tools(workspace)
-        self._stop_commands = kill_running_commands
+        self._stop_commands = kill_running_children  # commands, grep, MCP servers
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":
