@@ -189,15 +189,18 @@ class StdioTransport:
             if self._scanned > MAX_MESSAGE_BYTES:
                 self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
             self._check_usable()
-            chunk = self._read()
-            if chunk is None:
-                exited = self.process.popen.poll() is not None
-                chunk = self._read() if exited else None  # what it wrote just before exiting
-                if chunk is None:
-                    if exited:  # a child it left may hold stdout open: do not wait for EOF
-                        raise self._ended("exited")
-                    self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline)
+            if self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline):
+                chunk = self._read()
+                if chunk is None:  # readiness without data: wait again
                     continue
+            elif self.process.popen.poll() is not None:
+                # Exited, and a child it left may hold stdout open: take what it wrote last, then
+                # stop waiting for an end of file that may never come.
+                chunk = self._read()
+                if chunk is None:
+                    raise self._ended("exited")
+            else:
+                continue
             if not chunk:
                 raise self._ended("closed its stdout")
             self._buffer += chunk
@@ -213,9 +216,9 @@ class StdioTransport:
 
     def _wait(
         self, fd: int, *, for_write: bool, cancel: threading.Event | None, deadline: float | None
-    ) -> None:
-        """Wait until ``fd`` is ready, at most ``POLL_SECONDS``; raise ``Interrupted`` when
-        cancelled or past the deadline."""
+    ) -> bool:
+        """Wait until ``fd`` is ready, at most ``POLL_SECONDS``; ``True`` when it is. Raises
+        ``Interrupted`` when cancelled or past the deadline."""
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled")
         timeout = POLL_SECONDS
@@ -226,9 +229,8 @@ class StdioTransport:
             timeout = min(timeout, left)
         try:
             if for_write:
-                select.select([], [fd], [], timeout)
-            else:
-                select.select([fd], [], [], timeout)
+                return bool(select.select((), (fd,), (), timeout)[1])
+            return bool(select.select((fd,), (), (), timeout)[0])
         except (OSError, ValueError):
             raise self._ended("closed its pipes") from None
 
