@@ -254,8 +254,8 @@ class MCPServerBase:
 
     def _finish(self, text: str) -> str:
         """Redact secret values and cap the text (module docstring)."""
-        from ..toolbox.environment import redactor
-        from ..toolbox.output import cap
+        from .._redaction import redactor
+        from .._text import cap
 
         if self._redact is None:
             self._redact = redactor(self._secrets())
