@@ -18,9 +18,9 @@ import pytest
 
 from miniagent import ToolCall, run_agent
 from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
-from miniagent.mcp._process import _group_alive
 from miniagent.mcp._tools import exposed_names, result_text, safe_name
 from miniagent.testing import ScriptedClient
+from miniagent.toolbox.process import group_alive, running_groups
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(60)
@@ -176,8 +176,10 @@ def test_a_server_crashing_mid_call_gives_an_error_result_and_the_next_call_rest
         session = server._session
         assert session is not None
         pgid = session.transport.process.pgid  # type: ignore[attr-defined]
-        assert _group_alive(pgid)
-    assert not _group_alive(pgid)
+        assert group_alive(pgid)
+        assert pgid in running_groups()  # the CLI's emergency exit reaches it
+    assert not group_alive(pgid)
+    assert pgid not in running_groups()
 
 
 def test_a_server_that_never_answers_initialize_is_bounded_and_stopped_with_its_group(
