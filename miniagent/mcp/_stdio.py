@@ -11,7 +11,9 @@ Invariants:
   as soon as it arrives.
 - A line that is not a JSON object or array (a server that prints a banner or debug output to
   stdout) is logged as a warning and skipped; the request keeps waiting for its response.
-- A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped.
+- A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped. A message
+  cut off while it was written (cancel, timeout or Ctrl-C with the pipe full) leaves the stream
+  broken: ``alive()`` turns false and the next call starts the server again.
 - When stdout ends, stdin breaks, or the server exited and nothing is left to read (a child it
   started may still hold stdout open), the server is finished: its group is stopped, the error
   names its exit status and its last stderr lines; ``alive()`` is false from then on.
@@ -36,10 +38,11 @@ from ._wire import Handler, Interrupted, Message, encode, is_response
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "POLL_SECONDS"]
+__all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 POLL_SECONDS = 0.02
+NOTIFY_SECONDS = 0.1
 _READ_SIZE = 256 * 1024
 _GARBAGE_SHOWN_CHARS = 200
 
@@ -118,11 +121,12 @@ class StdioTransport:
                 return response
 
     def notify(self, message: Message) -> None:
-        """Write a notification; a dead server or a full pipe (1 s) is logged, never raised."""
+        """Write a notification; a dead server or a pipe still full after ``NOTIFY_SECONDS`` (a
+        server that stopped reading) is logged, never raised."""
         if self._failure is not None:
             return
         try:
-            self._write(encode(message) + b"\n", None, time.monotonic() + 1.0)
+            self._write(encode(message) + b"\n", None, time.monotonic() + NOTIFY_SECONDS)
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
 
@@ -149,15 +153,20 @@ class StdioTransport:
     def _write(self, data: bytes, cancel: threading.Event | None, deadline: float | None) -> None:
         self._check_usable()
         view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._in, view)
-            except BlockingIOError:
-                self._wait(self._in, for_write=True, cancel=cancel, deadline=deadline)
-                continue
-            except (BrokenPipeError, ValueError, OSError):
-                raise self._ended("stopped reading its stdin") from None
-            view = view[written:]
+        try:
+            while view:
+                try:
+                    written = os.write(self._in, view)
+                except BlockingIOError:
+                    self._wait(self._in, for_write=True, cancel=cancel, deadline=deadline)
+                    continue
+                except (BrokenPipeError, ValueError, OSError):
+                    raise self._ended("stopped reading its stdin") from None
+                view = view[written:]
+        except BaseException:
+            if 0 < len(view) < len(data):  # half a line was sent: the stream is broken
+                self._failure = "a message was cut off while it was written"
+            raise
 
     # --- reading --------------------------------------------------------------------------------
 
