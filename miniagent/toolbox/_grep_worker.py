@@ -26,6 +26,7 @@ Exit status 0; anything else (a traceback on stderr, merged) is a failure for th
 
 from __future__ import annotations
 
+import codecs
 import errno
 import json
 import os
@@ -36,6 +37,15 @@ import sys
 TYPE_CHECKING = False  # not imported from typing: importing typing would cost ~3 ms of start-up
 if TYPE_CHECKING:
     from typing import IO, Any
+
+
+_MARKS = (  # byte order marks, longest first (as ``textfiles``; not imported: start-up time)
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 
 
 class Search:
@@ -108,6 +118,16 @@ class Search:
             "column": start + 1,
         }
 
+    def decode(self, data: bytes) -> str | None:
+        """The file's text (``textfiles`` rules: a byte order mark decides, else UTF-8 with
+        invalid bytes replaced), or ``None`` when it is binary (a NUL byte early on)."""
+        for mark, codec in _MARKS:
+            if data.startswith(mark):
+                return data[len(mark) :].decode(codec, errors="replace")
+        if b"\x00" in data[: self.sniff_bytes]:
+            return None
+        return data.decode("utf-8", errors="replace")
+
     def search_file(self, path: str) -> None:
         """Search one file (followed if a symlink), writing its matching lines."""
         shown = self.display(path)
@@ -124,10 +144,11 @@ class Search:
         except OSError:
             self.skip("unreadable files")
             return
-        if b"\x00" in data[: self.sniff_bytes]:
+        text = self.decode(data)
+        if text is None:
             self.skip("binary files")
             return
-        lines = data.decode("utf-8", errors="replace").split("\n")
+        lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         found = False
