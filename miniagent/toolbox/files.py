@@ -87,9 +87,7 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
 # --- read_file -----------------------------------------------------------------------------------
 
 
-def _read_file(
-    workspace: Workspace, max_chars: int, arguments: dict[str, Any]
-) -> ToolResult:
+def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) -> ToolResult:
     offset = arguments.get("offset")
     limit = arguments.get("limit")
     if offset is not None and int(offset) < 1:
@@ -118,10 +116,7 @@ def _read_file(
     last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
     result = cap("".join(lines[first - 1 : last]), max_chars)
     if last < len(lines):
-        result += (
-            f"\n[lines {first}-{last} of {len(lines)}; "
-            f"continue with offset={last + 1}]"
-        )
+        result += f"\n[lines {first}-{last} of {len(lines)}; continue with offset={last + 1}]"
     return ToolResult(result)
 
 
@@ -192,9 +187,7 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
-    return ToolResult(
-        f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})"
-    )
+    return ToolResult(f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})")
 
 
 def write_file_tool(workspace: Workspace) -> Tool:
