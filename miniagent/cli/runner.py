@@ -147,7 +147,10 @@ class Runner:
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":
-            self.policy = read_only(self.tools)
+            chosen = self.options.approve == "read-only"  # else the default without a terminal
+            self.policy = read_only(
+                self.tools, why="read-only tools were chosen" if chosen else "this run is non-interactive"
+            )
         else:
             self.policy = ask_on_terminal(self.tools)
         self.system = self.options.system or default_system_prompt(workspace, self.tools)
@@ -310,5 +313,18 @@ class Runner:
         self.display.idle()
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        self.display.error(error_text(error))
+        self.display.error(error_text(error) + self._recovery_hint(error))
         return EXIT_ERROR
+
+    def _recovery_hint(self, error: BaseException) -> str:
+        """How to get out when the server refused the run's first request (e.g. a prompt over its
+        context size) and the user message now sits in the session: ``""`` otherwise."""
+        session = self.options.session
+        refused = getattr(error, "status", None) in (400, 413, 422)
+        first = not any(m.role == "assistant" for m in self.display.run_messages)
+        if session is None or not refused or not first or not self.display.run_messages:
+            return ""
+        return (
+            f"; the prompt stays in the session: send less with --context-max-chars N, "
+            f"or drop it with: miniagent session pop {session}"
+        )
