@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
+from ..approval import TerminalApproval
 from ..errors import MiniagentError, SessionError
 from ..messages import Message, ToolCall
 from ..tools import Approval, BeforeToolCall, Tool
@@ -259,6 +260,8 @@ class Runner:
     def _before_tool_call(self, call: ToolCall) -> Approval:
         self.display.idle()
         policy = self.policy
+        if not (isinstance(policy, TerminalApproval) and policy.will_ask(call)):
+            self.display.tool_call(call)  # a person who is asked sees the whole call in the prompt
         approval = Approval(True)
         if policy is not None:
             signals = self._signals

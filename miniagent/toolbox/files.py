@@ -181,9 +181,7 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
-    return ToolResult(
-        f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})"
-    )
+    return ToolResult(f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})")
 
 
 def write_file_tool(workspace: Workspace) -> Tool:
