@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from . import __version__
+from ._provider_names import PROVIDERS, check_provider
 from ._signals import SignalCancel
 from ._terminal import Display, Spinner, is_terminal
 from .agent import StopReason, exit_code_for_stop_reason, run_agent
@@ -73,7 +74,6 @@ EXIT_USAGE = 64  # EX_USAGE from sysexits.h
 EXIT_SIGINT = 128 + signal.SIGINT  # 130
 EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 
-PROVIDERS = ("local", "openai", "anthropic")
 APPROVALS = ("ask", "read-only", "all")
 DEFAULT_MAX_TURNS = 8
 
@@ -108,9 +108,7 @@ def resolve_provider(
     """
     env = os.environ if environ is None else environ
     if provider:
-        if provider not in PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r} (choose from {', '.join(PROVIDERS)})")
-        return provider
+        return check_provider(provider)
     if env.get("ANTHROPIC_API_KEY"):
         return "anthropic"
     if env.get("OPENAI_API_KEY") or base_url:
@@ -550,9 +548,10 @@ def _version_callback(value: bool) -> None:
 def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (typer reads it)
     if value in (None, ""):
         return None
-    if value not in PROVIDERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}")
-    return value
+    try:
+        return check_provider(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}") from None
 
 
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
