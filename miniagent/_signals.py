@@ -49,9 +49,9 @@ class SignalCancel:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
-            shell = sys.modules.get("miniagent.toolbox.shell")
-            if shell is not None:  # no command of ours may outlive us
-                shell.kill_running_commands()
+            process = sys.modules.get("miniagent.toolbox.process")
+            if process is not None:  # no child of ours (command, grep, MCP server) may outlive us
+                process.kill_running_children()
             os._exit(128 + signum)
         self.signum = signum
         self.cancel.set()

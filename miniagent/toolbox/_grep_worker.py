@@ -2,7 +2,7 @@
 
 A regular expression can take exponential time (``(a+)+$`` against ``"a" * 40 + "b"``) inside
 ``re``, where neither a cancel event nor a time limit can reach it. So the search runs here, in a
-child process the parent kills on cancel or timeout (``shell.run_process``).
+child process the parent kills on cancel or timeout (``process.run_process``).
 
 Started as ``python -I -S _grep_worker.py`` (no site, no environment variables, no script folder
 on ``sys.path``): it imports only the standard library, never the ``miniagent`` package, to keep
@@ -15,8 +15,10 @@ stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir`
 ``glob`` (or null), ``max_matches``, ``max_line_chars``, ``max_file_bytes``, ``sniff_bytes``,
 ``skipped_folders``.
 
-stdout: ASCII JSON lines; ``["match", "path:line_number: line"]`` for each matching line as
-found (flushed after each file), then ``["done", {"skipped": {reason: count}, "full": bool}]``.
+stdout: ASCII JSON lines; ``["match", {"path", "line", "text", "after"}]`` for each matching line
+as found (flushed after each file; ``text`` is the line's first ``max_line_chars`` characters and
+``after`` counts the characters cut after them: the parent adds the marker), then
+``["done", {"skipped": {reason: count}, "full": bool}]``.
 Exit status 0; anything else (a traceback on stderr, merged) is a failure for the parent.
 """
 
@@ -107,10 +109,10 @@ class Search:
             for number, line in enumerate(lines, start=1):
                 line = line.removesuffix("\r")
                 if self.regex.search(line):
-                    if len(line) > self.max_line_chars:
-                        extra = len(line) - self.max_line_chars
-                        line = line[: self.max_line_chars] + f"[... {extra} more]"
-                    self.out.write(json.dumps(["match", f"{shown}:{number}: {line}"]) + "\n")
+                    after = max(0, len(line) - self.max_line_chars)
+                    text = line[: self.max_line_chars]
+                    match = {"path": shown, "line": number, "text": text, "after": after}
+                    self.out.write(json.dumps(["match", match]) + "\n")
                     found = True
                     self.count += 1
                     if self.count >= self.max_matches:

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._text import cap, utf8
 from ..tools import Tool, ToolResult
-from .output import cap, decode, is_binary
+from .output import decode, is_binary
 from .paths import OutsideWorkspaceError, Workspace
 
 __all__ = [
@@ -180,7 +181,7 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     if resolved.is_dir():
         return _error(f"{shown} is a folder; give a file path")
     existed = resolved.exists()
-    data = content.encode("utf-8", errors="replace")  # lone surrogates become "?"
+    data = utf8(content)  # lone surrogates become U+FFFD
     try:
         resolved.parent.mkdir(parents=True, exist_ok=True)
         # mkdir may have raced with a symlink swap: check the parent again before writing.
@@ -344,6 +345,65 @@ def _describe_symlink(workspace: Workspace, link: Path, shown: str) -> str:
     return f"{shown} -> {workspace.display(target)}{kind} (symlink; not followed)"
 
 
+class _Listing:
+    """One ``list_dir`` walk: entry lines, problems, and whether it stopped early.
+
+    Args:
+        workspace: for display and symlink checks.
+        depth: levels to descend (>= 1).
+        cancel: checked before each entry.
+    """
+
+    def __init__(self, workspace: Workspace, depth: int, cancel: threading.Event | None) -> None:
+        self.workspace = workspace
+        self.depth = depth
+        self.cancel = cancel
+        self.lines: list[str] = []
+        self.problems: list[str] = []
+        self.stopped = False
+
+    def _entries(self, folder: Path) -> list[os.DirEntry[str]]:
+        """The entries of ``folder`` sorted by name; ``[]`` with a problem noted when unreadable."""
+        try:
+            with os.scandir(folder) as scan:
+                return sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
+            return []
+
+    def _must_stop(self) -> bool:
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        self.stopped = self.stopped or cancelled or len(self.lines) >= MAX_LIST_ENTRIES
+        return self.stopped
+
+    def walk(self, folder: Path, level: int = 1) -> None:
+        """List ``folder`` (at ``level``), descending into subfolders up to ``depth``."""
+        for entry in self._entries(folder):
+            if self._must_stop():
+                return
+            path = folder / entry.name
+            shown = self.workspace.display(path)
+            if entry.is_symlink():
+                self.lines.append(_describe_symlink(self.workspace, path, shown))
+            elif entry.is_dir(follow_symlinks=False):
+                self.lines.append(shown + "/")
+                if level < self.depth and entry.name not in _NOT_DESCENDED:
+                    self.walk(path, level + 1)
+            else:
+                self.lines.append(shown)
+
+    def result(self, top_shown: str, max_chars: int) -> ToolResult:
+        """The listing as a result: entries, then a note on why it stopped, then problems."""
+        lines = list(self.lines)
+        if not lines and not self.problems:
+            lines.append(f"({top_shown} is empty)")
+        if self.cancel is not None and self.cancel.is_set():
+            lines.append("[cancelled]")
+        elif self.stopped:
+            lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
+        return ToolResult(cap("\n".join(lines + self.problems), max_chars))
+
+
 def _list_dir(
     workspace: Workspace,
     max_chars: int,
@@ -354,7 +414,6 @@ def _list_dir(
     depth = 1 if raw_depth is None else int(raw_depth)
     if depth < 1:
         return _error("depth must be at least 1")
-    depth = min(depth, MAX_LIST_DEPTH)
     try:
         top = workspace.resolve(str(arguments.get("path", ".")))
     except OutsideWorkspaceError as error:
@@ -364,44 +423,9 @@ def _list_dir(
         return _error(f"folder not found: {top_shown}")
     if not top.is_dir():
         return _error(f"{top_shown} is not a folder (use read_file)")
-    lines: list[str] = []
-    problems: list[str] = []
-    stopped = False
-
-    def walk(folder: Path, level: int) -> None:
-        nonlocal stopped
-        try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError as error:
-            problems.append(f"cannot list {workspace.display(folder)}: {error.strerror}")
-            return
-        for entry in entries:
-            if stopped or (cancel is not None and cancel.is_set()):
-                stopped = True
-                return
-            if len(lines) >= MAX_LIST_ENTRIES:
-                stopped = True
-                return
-            path = folder / entry.name
-            shown = workspace.display(path)
-            if entry.is_symlink():
-                lines.append(_describe_symlink(workspace, path, shown))
-            elif entry.is_dir(follow_symlinks=False):
-                lines.append(shown + "/")
-                if level < depth and entry.name not in _NOT_DESCENDED:
-                    walk(path, level + 1)
-            else:
-                lines.append(shown)
-
-    walk(top, 1)
-    if not lines and not problems:
-        lines.append(f"({top_shown} is empty)")
-    if cancel is not None and cancel.is_set():
-        lines.append("[cancelled]")
-    elif stopped:
-        lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
-    return ToolResult(cap("\n".join(lines + problems), max_chars))
+    listing = _Listing(workspace, min(depth, MAX_LIST_DEPTH), cancel)
+    listing.walk(top)
+    return listing.result(top_shown, max_chars)
 
 
 def list_dir_tool(workspace: Workspace, max_chars: int) -> Tool:
