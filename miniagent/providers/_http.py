@@ -428,7 +428,7 @@ def _root_cause(chain: list[BaseException], connect_timeout: float, read_timeout
         return "name not resolved"
     if find(ConnectionRefusedError) is not None:
         return "connection refused"
-    if find((ConnectTimeoutError, requests.ConnectTimeout)) is not None:
+    if any(isinstance(e, ConnectTimeoutError) and not isinstance(e, NewConnectionError) for e in chain):
         return f"timed out after {connect_timeout:g} s"
     if find(_READ_TIMEOUTS) is not None:
         return f"no data for {read_timeout:g} s"
