@@ -18,9 +18,9 @@ import pytest
 
 from miniagent import ToolCall, run_agent
 from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
-from miniagent.mcp._process import _group_alive
 from miniagent.mcp._tools import exposed_names, result_text, safe_name
 from miniagent.testing import ScriptedClient
+from miniagent.toolbox.process import group_alive, running_groups
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(60)
@@ -176,8 +176,10 @@ def test_a_server_crashing_mid_call_gives_an_error_result_and_the_next_call_rest
         session = server._session
         assert session is not None
         pgid = session.transport.process.pgid  # type: ignore[attr-defined]
-        assert _group_alive(pgid)
-    assert not _group_alive(pgid)
+        assert group_alive(pgid)
+        assert pgid in running_groups()  # the CLI's emergency exit reaches it
+    assert not group_alive(pgid)
+    assert pgid not in running_groups()
 
 
 def test_a_server_that_never_answers_initialize_is_bounded_and_stopped_with_its_group(
@@ -301,3 +303,20 @@ def test_the_child_gets_no_secret_variables_unless_given(tmp_path: Path) -> None
         os.environ.clear()
         os.environ.update(old)
     assert "key=None given=tok" in str(caught.value)
+
+
+def test_a_request_cut_off_by_a_full_pipe_breaks_the_stream_and_the_next_call_restarts() -> None:
+    stuck = str(Path(__file__).parent / "mcp" / "stuck_server.py")
+    with StdioMCPServer(sys.executable, [stuck], name="stuck", timeout=0.5) as server:
+        assert server.protocol_version == "2025-06-18"  # an older version is accepted
+        take = server.tools()[0]
+        first = server._session
+        assert first is not None
+        small = take.execute({"text": "x"}, None)  # written whole; the server sleeps
+        assert small.is_error and "did not answer tools/call within 0.5 s" in small.content
+        assert first.transport.alive()  # the stream is intact: the server merely is slow
+        big = take.execute({"text": "x" * 1_000_000}, None)  # cannot be written whole
+        assert big.is_error and "within 0.5 s" in big.content
+        assert not first.transport.alive()
+        again = take.execute({"text": "x"}, None)  # a new process: initialize, then stuck again
+        assert server._session is not first and "within 0.5 s" in again.content

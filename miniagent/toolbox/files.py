@@ -16,8 +16,8 @@ from typing import Any
 
 from .._text import cap, utf8
 from ..tools import Tool, ToolResult
-from .output import decode, is_binary
 from .paths import OutsideWorkspaceError, Workspace
+from .textfiles import EncodingProblem, decode_file, display_text, encode_edit, normalise_edit
 
 __all__ = [
     "read_file_tool",
@@ -100,9 +100,10 @@ def _read_file(
     if isinstance(found, ToolResult):
         return found
     _resolved, shown, data = found
-    if is_binary(data):
+    file = decode_file(data)
+    if file is None:
         return _error(f"{shown} is a binary file ({len(data)} bytes); not shown")
-    text = decode(data)
+    text = display_text(file)
     if not text:
         return ToolResult(f"({shown} is empty)")
     if offset is None and limit is None:
@@ -244,6 +245,30 @@ def _count_occurrences(text: str, part: str) -> int:
     return count
 
 
+def _find_once(text: str, old_text: str, new_text: str) -> tuple[str, str, int]:
+    """Where ``old_text`` occurs in ``text``, with both sides in the file's line ending
+    (``textfiles.normalise_edit``); on a file of mixed endings, LF in ``old_text`` may also match
+    CRLF. Returns ``(old, new, count)``: the texts as they will be used and the number of
+    occurrences (overlapping ones included)."""
+    old, new = normalise_edit(text, old_text, new_text)
+    count = _count_occurrences(text, old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        crlf_old = old.replace("\n", "\r\n")
+        if _count_occurrences(text, crlf_old) == 1:
+            return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n"), 1
+    return old, new, count
+
+
+def _not_once(shown: str, count: int) -> ToolResult:
+    times = "time" if count == 1 else "times"
+    hint = (
+        "copy it exactly from read_file (whitespace and line breaks count)"
+        if count == 0
+        else "include more surrounding text so that it occurs exactly once"
+    )
+    return _error(f"old_text must occur exactly once in {shown}, but it occurs {count} {times}; {hint}")
+
+
 def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     old_text, new_text = str(arguments["old_text"]), str(arguments["new_text"])
     if not old_text:
@@ -252,37 +277,24 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     if isinstance(found, ToolResult):
         return found
     resolved, shown, data = found
-    if is_binary(data):
+    file = decode_file(data)
+    if file is None:
         return _error(f"{shown} is a binary file; edit_file changes text files only")
-    # surrogateescape keeps bytes that are not UTF-8 unchanged when the file is written back.
-    text = data.decode("utf-8", errors="surrogateescape")
-    count = _count_occurrences(text, old_text)
-    if count == 0 and "\r\n" in text and "\n" in old_text and "\r\n" not in old_text:
-        crlf_old = old_text.replace("\n", "\r\n")
-        if _count_occurrences(text, crlf_old) == 1:
-            old_text, new_text = crlf_old, new_text.replace("\n", "\r\n")
-            count = 1
+    text = file.text
+    old, new, count = _find_once(text, old_text, new_text)
     if count != 1:
-        times = "time" if count == 1 else "times"
-        hint = (
-            "copy it exactly from read_file (whitespace and line breaks count)"
-            if count == 0
-            else "include more surrounding text so that it occurs exactly once"
-        )
-        return _error(
-            f"old_text must occur exactly once in {shown}, but it occurs {count} {times}; {hint}"
-        )
-    index = text.find(old_text)
-    line = text.count("\n", 0, index) + 1
-    updated = text[:index] + new_text + text[index + len(old_text) :]
+        return _not_once(shown, count)
+    index = text.find(old)
+    updated = text[:index] + new + text[index + len(old) :]
     try:
-        encoded = updated.encode("utf-8", errors="surrogateescape")
-    except UnicodeEncodeError:
-        return _error("new_text contains characters that cannot be written as UTF-8")
+        encoded = encode_edit(file, updated, old, new, index)
+    except EncodingProblem as problem:
+        return _error(f"cannot edit {shown}: {problem}")
     try:
         _write_bytes(resolved, encoded)
     except OSError as error:
         return _os_error("write", shown, error)
+    line = text.count("\n", 0, index) + 1
     return ToolResult(f"edited {shown}: replaced 1 occurrence at line {line}")
 
 
@@ -290,9 +302,11 @@ def edit_file_tool(workspace: Workspace) -> Tool:
     """Return the ``edit_file`` tool (changes files).
 
     Input: ``path``, ``old_text``, ``new_text``. ``old_text`` must occur exactly once (overlapping
-    occurrences counted); otherwise an error result says how many times it occurs. A file with
-    CRLF line ends also matches ``old_text`` written with LF. Bytes that are not UTF-8 elsewhere in
-    the file are kept as they are.
+    occurrences counted); otherwise an error result says how many times it occurs. Both texts
+    get the file's own line ending (a CRLF file matches ``old_text`` written with LF, and
+    ``new_text`` is written with CRLF). The file keeps its encoding and byte order mark (UTF-8,
+    UTF-16, UTF-32); in a file that is not UTF-8 only ASCII edits are made, its other bytes kept
+    as they are; anything that would mix two encodings is an error result (``textfiles``).
     Result: ``edited PATH: replaced 1 occurrence at line N``.
     """
 
