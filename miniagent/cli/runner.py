@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
+from ..approval import TerminalApproval
 from ..errors import MiniagentError, SessionError
-from ..messages import ToolCall
+from ..messages import Message, ToolCall
 from ..tools import Approval, BeforeToolCall, Tool
-from .defaults import EXIT_ERROR, default_system_prompt, resolve_approval, resolve_provider
+from .checks import tool_output_chars
+from .defaults import EXIT_ERROR, EXIT_SIGPIPE, default_system_prompt, resolve_approval, resolve_provider
 from .display import Display
 from .options import Options
 from .signals import SignalCancel
@@ -101,6 +103,20 @@ class Runner:
 
     # --- start and stop ---------------------------------------------------------------------
 
+    def open_session(self) -> list[Message]:
+        """Read the session (``--session``) now, so that a corrupt one fails before the client
+        starts; returns its messages (``[]`` without a session).
+
+        Raises:
+            SessionError: a bad line (the file is left untouched).
+            OSError: the file cannot be read.
+        """
+        from ..session import load_session
+
+        if self.options.session is None:
+            return []
+        return load_session(self.options.session)
+
     def open(self) -> None:
         """Create the tools, the approval policy and the model client (imports the toolbox and
         providers now).
@@ -124,7 +140,9 @@ class Runner:
         from ..toolbox.process import kill_running_children
 
         workspace = self.options.folder
-        self.tools = default_tools(workspace)
+        self.tools = default_tools(
+            workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
+        )
         self._stop_commands = kill_running_children  # commands, grep, MCP servers
         if self.approval_mode == "all":
             self.policy = None
@@ -204,6 +222,7 @@ class Runner:
         assert self.client is not None
         cancel = threading.Event()
         self.display.begin_run()
+        self.display.on_output_error = cancel.set  # nobody reads the answer: close the run
         with SignalCancel(
             cancel, on_cancel=self.display.cancelling, stop_commands=self._stop_commands
         ) as signals:
@@ -241,6 +260,8 @@ class Runner:
     def _before_tool_call(self, call: ToolCall) -> Approval:
         self.display.idle()
         policy = self.policy
+        if not (isinstance(policy, TerminalApproval) and policy.will_ask(call)):
+            self.display.tool_call(call)  # a person who is asked sees the whole call in the prompt
         approval = Approval(True)
         if policy is not None:
             signals = self._signals
@@ -267,6 +288,22 @@ class Runner:
             )
         elif stop_reason == "aborted":
             self.display.note("miniagent: aborted")
+
+    def output_lost(self) -> bool:
+        """Whether writing stdout failed (the run was cancelled then; see ``settle``)."""
+        return self.display.output_error is not None
+
+    def settle(self, code: int) -> int:
+        """The exit code once the output is done: ``code``, or, when writing stdout failed,
+        ``EXIT_SIGPIPE`` quietly for a closed pipe (``| head``) and 1 with one error line otherwise."""
+        error = self.display.output_error
+        if error is None:
+            return code
+        if isinstance(error, BrokenPipeError):
+            return EXIT_SIGPIPE
+        text = getattr(error, "strerror", None) or str(error)
+        self.display.error(f"cannot write to standard output: {text}")
+        return EXIT_ERROR
 
     def fail(self, error: BaseException) -> int:
         """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._text import cap, omission_note
+from .._text import cap, omission_note, shorten
 from ..tools import Tool, ToolResult
 from .environment import scrubbed_environ
 from .files import guarded
@@ -38,6 +38,7 @@ __all__ = [
     "MAX_MATCHES",
     "MAX_LINE_CHARS",
     "MAX_FILE_BYTES",
+    "WORKER_MEMORY_BYTES",
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_TIMEOUT_SECONDS",
 ]
@@ -45,6 +46,9 @@ __all__ = [
 MAX_MATCHES = 1000
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 20 * 1024 * 1024
+WORKER_MEMORY_BYTES = 192 * 1024 * 1024
+"""Address-space limit of the search child: a pattern that backtracks on a long line cannot grow
+it past this; that file is skipped and the result says so."""
 GREP_TIMEOUT = ToolTimeout(default=30.0, maximum=300.0)
 """The ``timeout`` input of ``grep``, in seconds."""
 DEFAULT_TIMEOUT_SECONDS = GREP_TIMEOUT.default
@@ -89,8 +93,9 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         return ToolResult(GREP_TIMEOUT.INVALID, is_error=True)
     try:
         re.compile(pattern)
-    except re.error as error:
-        return ToolResult(f"invalid regular expression {pattern!r}: {error}", is_error=True)
+    except (re.error, OverflowError, RecursionError, ValueError, MemoryError) as error:
+        # OverflowError: a{9999999999}; RecursionError: hundreds of nested groups.
+        return ToolResult(f"invalid regular expression {shorten(repr(pattern), 200)}: {error}", is_error=True)
     try:
         top = workspace.resolve(str(arguments.get("path", ".")))
     except OutsideWorkspaceError as error:
@@ -113,6 +118,7 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         "max_file_bytes": MAX_FILE_BYTES,
         "sniff_bytes": BINARY_SNIFF_BYTES,
         "skipped_folders": list(_SKIPPED_FOLDERS),
+        "max_memory_bytes": WORKER_MEMORY_BYTES,
     }
     return _Search(pattern, timeout, notes, request)
 
@@ -202,6 +208,12 @@ def _grep(
         return outcome
     matches, summary, other = _read_worker(outcome)
     if outcome.stopped is None and (outcome.returncode != 0 or summary is None):
+        if "MemoryError" in other:
+            return ToolResult(
+                f"the search ran out of memory (its limit is {WORKER_MEMORY_BYTES // 2**20} MB); "
+                "narrow the path or glob, or simplify the pattern",
+                is_error=True,
+            )
         detail = cap(other.strip() or "no output", 2000)
         return ToolResult(f"the search failed (exit status {outcome.returncode}): {detail}", is_error=True)
     lines = [*search.notes, *(matches or [f"no matches for {search.pattern!r}"]), *_summary_notes(summary)]
