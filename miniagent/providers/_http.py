@@ -51,6 +51,7 @@ from urllib3.exceptions import HTTPError as Urllib3HTTPError
 from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
+from .._text import utf8
 from ..errors import ProviderError
 from ..model import ModelEvent
 from ._errors import error_details, redact, truncate
@@ -77,7 +78,6 @@ DRAIN_LIMIT = 16384
 _WATCH_POLL = 0.1  # seconds between checks whether the watched stream has ended
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
 _tls = threading.local()
 # .watcher: the SocketWatcher of the stream this thread is opening
@@ -335,13 +335,9 @@ class Transport:
                 Nothing is retried once an event has been yielded. An error raised after
                 retries ends with ``(after N retries)`` (``(after 1 retry)``).
         """
-        text = json.dumps(body, ensure_ascii=False)
-        try:
-            payload = text.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate in the history (a file name decoded with surrogateescape, a
-            # "\ud800" escape from a model) has no UTF-8 form: send U+FFFD in its place.
-            payload = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        # A lone surrogate in the history (a file name decoded with surrogateescape, a
+        # "\ud800" escape from a model) has no UTF-8 form: U+FFFD is sent in its place.
+        payload = utf8(json.dumps(body, ensure_ascii=False))
         attempt = 0
         while True:
             if cancel is not None and cancel.is_set():

@@ -1,12 +1,9 @@
-"""Turning bytes into text a model can read: decoding, binary detection and capping.
+"""Turning bytes into text a model can read: decoding, binary detection, bounded collection.
 
 - ``decode(data)``: UTF-8 with every invalid byte sequence replaced by U+FFFD; never raises.
 - ``is_binary(data)``: a NUL byte within the first 8 KB (8192 bytes).
-- ``cap(text, max_chars)``: keeps the head and the tail and puts one line between them saying
-  exactly how many characters were left out; the result is at most ``max_chars`` characters
-  (unless ``max_chars`` is smaller than the note itself).
 - ``OutputBuffer``: collects a stream of bytes of any length in bounded memory (head and tail),
-  for command output.
+  for command output; its text is capped with the one marker of ``miniagent._text.cap``.
 """
 
 from __future__ import annotations
@@ -14,7 +11,9 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
-__all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "cap", "omission_note", "OutputBuffer"]
+from .._text import cap, omission_note, split_budget
+
+__all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "OutputBuffer"]
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -27,44 +26,6 @@ def decode(data: bytes) -> str:
 def is_binary(data: bytes) -> bool:
     """Return whether ``data`` looks binary: a NUL byte in its first 8192 bytes."""
     return b"\x00" in data[:BINARY_SNIFF_BYTES]
-
-
-def omission_note(chars: int, extra_bytes: int = 0) -> str:
-    """Return the line put where text was cut, e.g. ``[... 1234 characters left out ...]``.
-
-    Args:
-        chars: characters left out.
-        extra_bytes: bytes left out that were never decoded (only for very long streams).
-    """
-    if extra_bytes:
-        return f"[... {chars} characters and {extra_bytes} bytes left out ...]"
-    return f"[... {chars} characters left out ...]"
-
-
-def _split_budget(max_chars: int, note_length: int) -> tuple[int, int]:
-    budget = max(0, max_chars - note_length - 2)  # two newlines around the note
-    head = budget // 2
-    return head, budget - head
-
-
-def cap(text: str, max_chars: int) -> str:
-    """Shorten ``text`` to at most ``max_chars`` characters, keeping its head and tail.
-
-    Args:
-        text: any text.
-        max_chars: the limit in characters (>= 1).
-
-    Returns:
-        ``text`` unchanged when it fits; else ``head + "\\n" + note + "\\n" + tail`` where the note
-        (``omission_note``) gives the exact number of characters left out, i.e.
-        ``len(text) - len(head) - len(tail)``.
-    """
-    if len(text) <= max_chars:
-        return text
-    head_chars, tail_chars = _split_budget(max_chars, len(omission_note(len(text))))
-    left_out = len(text) - head_chars - tail_chars
-    tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{text[:head_chars]}\n{omission_note(left_out)}\n{tail}"
 
 
 class OutputBuffer:
@@ -133,7 +94,7 @@ class OutputBuffer:
             head_text, tail_text = redact(head_text), redact(tail_text)
         dropped_bytes = self.total_bytes - head_used - (len(tail) - skip)
         note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))
-        head_chars, tail_chars = _split_budget(max_chars, note_length)
+        head_chars, tail_chars = split_budget(max_chars, note_length)
         head_chars = min(head_chars, len(head_text))
         tail_chars = min(tail_chars, len(tail_text))
         left_out = len(head_text) - head_chars + len(tail_text) - tail_chars
