@@ -1,0 +1,31 @@
+"""Checks of the command line that come before anything costly (client start, model requests).
+
+A failed check raises ``UsageProblem``: ``run_cli`` prints it as one ``miniagent: error:`` line
+and exits 64 (``EXIT_USAGE``), with nothing on stdout.
+"""
+
+from __future__ import annotations
+
+from .defaults import resolve_provider
+from .options import Options
+
+__all__ = ["UsageProblem", "check_options", "valid_text"]
+
+
+class UsageProblem(Exception):
+    """A usage problem found after parsing (exit 64); the message is the whole explanation."""
+
+
+def check_options(options: Options) -> None:
+    """Refuse option combinations that cannot work.
+
+    Raises:
+        UsageProblem: e.g. ``--base-url`` with the local provider.
+    """
+    if options.base_url and resolve_provider(options.provider, base_url=options.base_url) == "local":
+        raise UsageProblem("--base-url does not apply to the local provider")
+
+
+def valid_text(text: str) -> str:
+    """Replace what was undecodable in argv or stdin (surrogate escapes) with U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
