@@ -404,7 +404,24 @@ def test_grep_results_and_glob(ws: Path, run: Run) -> None:
 def test_grep_long_line_is_cut_with_the_one_marker(ws: Path, run: Run) -> None:
     (ws / "long.txt").write_text("foo" + "x" * 997 + "\n")
     result = run("grep", pattern="foo")
-    assert result.content == "long.txt:1: foo" + "x" * 497 + " [... 500 characters left out ...]"
+    assert result.content == (
+        "long.txt:1: foo" + "x" * 497 + " [... 500 characters left out ...] [match at column 1]"
+    )
+
+
+def test_grep_hit_far_into_a_long_line_shows_a_window_around_it(ws: Path, run: Run) -> None:
+    """The issue's case: a hit at column 22,905 of a 22,940-character line."""
+    line = "a" * 22_904 + "NEEDLE" + "b" * 30
+    (ws / "min.js").write_text(line + "\n")
+    content = run("grep", pattern="NEEDLE").content
+    window = r"min\.js:1: \[\.\.\. (\d+) characters left out \.\.\.\] (a*NEEDLEb*) \[match at column 22905\]"
+    match = re.fullmatch(window, content)
+    assert match, content
+    assert len(match.group(2)) == 500 and int(match.group(1)) + 500 == len(line)
+    middle = "x" * 10_000 + "HIT" + "y" * 10_000
+    (ws / "mid.txt").write_text(middle + "\n")
+    shown = run("grep", pattern="HIT", path="mid.txt").content
+    assert shown.count("characters left out") == 2 and "[match at column 10001]" in shown
 
 
 def test_write_file_lone_surrogate_becomes_the_replacement_character(ws: Path, run: Run) -> None:
@@ -860,7 +877,8 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
         "top": str(ws.resolve()),
         "is_dir": True,
         "pattern": "hit",
-        "glob": "*.txt",
+        "glob_name": r"[^/]*\.txt",
+        "glob_path": None,
         "max_matches": 10,
         "max_line_chars": 50,
         "max_file_bytes": 1000,
@@ -876,7 +894,7 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        b'["match", {"path": "a.txt", "line": 1, "text": "hit", "after": 0}]',
+        b'["match", {"path": "a.txt", "line": 1, "text": "hit"}]',
         b'["done", {"skipped": {}, "full": false}]',
     ]
     imported = {line.split(b"|")[-1].strip() for line in done.stderr.splitlines()}

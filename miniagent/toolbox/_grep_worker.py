@@ -12,12 +12,14 @@ as before (no symlinked folders followed, symlinked files searched only when the
 the root, ``.git`` skipped).
 
 stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir``, ``pattern``,
-``glob`` (or null), ``max_matches``, ``max_line_chars``, ``max_file_bytes``, ``sniff_bytes``,
+``glob_name`` and ``glob_path`` (regular expressions compiled from the glob by ``globs.py``, each
+or both null), ``max_matches``, ``max_line_chars``, ``max_file_bytes``, ``sniff_bytes``,
 ``skipped_folders``.
 
-stdout: ASCII JSON lines; ``["match", {"path", "line", "text", "after"}]`` for each matching line
-as found (flushed after each file; ``text`` is the line's first ``max_line_chars`` characters and
-``after`` counts the characters cut after them: the parent adds the marker), then
+stdout: ASCII JSON lines; ``["match", {"path", "line", "text"}]`` for each matching line as found
+(flushed after each file); a line longer than ``max_line_chars`` gives a window of that many
+characters around the first match in it, and ``before``, ``after`` (characters cut on each side:
+the parent adds the marker) and ``column`` (1-based, of the match's start); then
 ``["done", {"skipped": {reason: count}, "full": bool}]``.
 Exit status 0; anything else (a traceback on stderr, merged) is a failure for the parent.
 """
@@ -25,7 +27,6 @@ Exit status 0; anything else (a traceback on stderr, merged) is a failure for th
 from __future__ import annotations
 
 import errno
-import fnmatch
 import json
 import os
 import re
@@ -49,7 +50,8 @@ class Search:
         self.root: str = request["root"]
         self.prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         self.regex = re.compile(request["pattern"])
-        self.glob: str | None = request["glob"]
+        self.glob_name = re.compile(request["glob_name"], re.S) if request["glob_name"] else None
+        self.glob_path = re.compile(request["glob_path"], re.S) if request["glob_path"] else None
         self.max_matches: int = request["max_matches"]
         self.max_line_chars: int = request["max_line_chars"]
         self.max_file_bytes: int = request["max_file_bytes"]
@@ -76,11 +78,35 @@ class Search:
         self.skipped[why] = self.skipped.get(why, 0) + 1
 
     def wanted(self, path: str) -> bool:
-        if self.glob is None:
+        """Whether the glob selects ``path`` (its name, or its root-relative path: ``globs``)."""
+        if self.glob_name is None and self.glob_path is None:
             return True
-        return fnmatch.fnmatch(os.path.basename(path), self.glob) or fnmatch.fnmatch(
-            self.display(path), self.glob
-        )
+        if self.glob_name is not None and self.glob_name.fullmatch(os.path.basename(path)):
+            return True
+        shown = self.display(path).replace(os.sep, "/")
+        return self.glob_path is not None and self.glob_path.fullmatch(shown) is not None
+
+    def window(self, shown: str, number: int, line: str, hit: re.Match[str]) -> dict[str, Any]:
+        """The JSON object of one match: the whole line when it fits in ``max_line_chars``, else
+        a window of that many characters around the match (the match's start when the match
+        itself is longer), with the characters cut before and after it and the match's column."""
+        size = self.max_line_chars
+        if len(line) <= size:
+            return {"path": shown, "line": number, "text": line}
+        start, end = hit.span()
+        if end - start >= size:
+            first = start
+        else:
+            first = max(0, min(start - (size - (end - start)) // 2, len(line) - size))
+        last = min(len(line), first + size)
+        return {
+            "path": shown,
+            "line": number,
+            "text": line[first:last],
+            "before": first,
+            "after": len(line) - last,
+            "column": start + 1,
+        }
 
     def search_file(self, path: str) -> None:
         """Search one file (followed if a symlink), writing its matching lines."""
@@ -108,11 +134,9 @@ class Search:
         try:
             for number, line in enumerate(lines, start=1):
                 line = line.removesuffix("\r")
-                if self.regex.search(line):
-                    after = max(0, len(line) - self.max_line_chars)
-                    text = line[: self.max_line_chars]
-                    match = {"path": shown, "line": number, "text": text, "after": after}
-                    self.out.write(json.dumps(["match", match]) + "\n")
+                hit = self.regex.search(line)
+                if hit:
+                    self.out.write(json.dumps(["match", self.window(shown, number, line, hit)]) + "\n")
                     found = True
                     self.count += 1
                     if self.count >= self.max_matches:

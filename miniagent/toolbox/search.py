@@ -27,6 +27,7 @@ from .._text import cap, omission_note
 from ..tools import Tool, ToolResult
 from .environment import scrubbed_environ
 from .files import guarded
+from .globs import GlobError, GlobFilter, compile_glob
 from .output import BINARY_SNIFF_BYTES, decode
 from .paths import OutsideWorkspaceError, Workspace
 from .process import ProcessOutcome, ToolTimeout, run_process
@@ -79,6 +80,10 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
     error result saying what is wrong."""
     pattern = str(arguments["pattern"])
     glob = arguments.get("glob")
+    try:
+        selected = compile_glob(str(glob)) if glob else GlobFilter(None, None)
+    except GlobError as error:
+        return ToolResult(str(error), is_error=True)
     timeout, notes = GREP_TIMEOUT.resolve(arguments.get("timeout"))
     if timeout is None:
         return ToolResult(GREP_TIMEOUT.INVALID, is_error=True)
@@ -101,7 +106,8 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         "top": str(top),
         "is_dir": is_dir,
         "pattern": pattern,
-        "glob": str(glob) if glob else None,
+        "glob_name": selected.name_regex,
+        "glob_path": selected.path_regex,
         "max_matches": MAX_MATCHES,
         "max_line_chars": MAX_LINE_CHARS,
         "max_file_bytes": MAX_FILE_BYTES,
@@ -133,11 +139,16 @@ def _run_worker(
 
 
 def _match_line(match: dict[str, Any]) -> str:
-    """``path:line_number: text`` of one match, with the one marker where the line was cut."""
+    """``path:line_number: text`` of one match; a cut line shows its window with the one marker
+    on each cut side and ``[match at column N]``."""
     text = str(match["text"])
-    if match.get("after"):
+    if "column" not in match:
+        return f"{match['path']}:{match['line']}: {text}"
+    if match["before"]:
+        text = f"{omission_note(int(match['before']))} {text}"
+    if match["after"]:
         text = f"{text} {omission_note(int(match['after']))}"
-    return f"{match['path']}:{match['line']}: {text}"
+    return f"{match['path']}:{match['line']}: {text} [match at column {match['column']}]"
 
 
 def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | None, str]:
@@ -209,12 +220,14 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
         max_chars: cap of each result in characters.
 
     Input: ``pattern`` (Python regular expression, searched in each line), ``path`` (file or
-    folder, default ``"."``), ``glob`` (optional file name pattern, matched against the name and
-    against the workspace-relative path, e.g. ``*.py``), ``timeout`` (seconds, default
+    folder, default ``"."``), ``glob`` (optional, git/ripgrep syntax: ``globs``; without ``/``
+    matched against file names, with ``/`` against workspace-relative paths; ``**``, ``{a,b}``,
+    ``[!x]``; an unsupported glob is an error result), ``timeout`` (seconds, default
     ``DEFAULT_TIMEOUT_SECONDS``, lowered to ``MAX_TIMEOUT_SECONDS`` with a note).
-    Result: one ``path:line_number: line`` per matching line (at most ``MAX_MATCHES``; lines longer
-    than ``MAX_LINE_CHARS`` characters shortened, with the one marker ``[... N characters left
-    out ...]``), then notes on skipped files; ``no matches ...``
+    Result: one ``path:line_number: line`` per matching line (at most ``MAX_MATCHES``; of a line
+    longer than ``MAX_LINE_CHARS`` characters, a window of that many around the match, the one
+    marker ``[... N characters left out ...]`` on each cut side and ``[match at column N]``),
+    then notes on skipped files; ``no matches ...``
     when nothing matched; capped to ``max_chars`` characters. A bad pattern is an error result.
     Cancelled or timed out: the matches found so far, then ``[cancelled]`` or
     ``[timed out after N s; ...]``, as an error result.
@@ -242,7 +255,8 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
                 },
                 "glob": {
                     "type": "string",
-                    "description": "Only search files whose name matches this pattern, e.g. '*.py'.",
+                    "description": "Only search files matching this glob (git/ripgrep syntax), "
+                    "e.g. '*.py', '*.{md,sh}', 'src/**/*.ts'. Without '/' it matches file names.",
                 },
                 "timeout": GREP_TIMEOUT.schema("search"),
             },
