@@ -23,7 +23,8 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from .defaults import APPROVALS, DEFAULT_MAX_TURNS, PROVIDERS
+from .._provider_names import PROVIDERS, check_provider
+from .defaults import APPROVALS, DEFAULT_MAX_TURNS
 
 __all__ = ["Options", "with_options"]
 
@@ -31,9 +32,10 @@ __all__ = ["Options", "with_options"]
 def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (typer reads it)
     if value in (None, ""):
         return None
-    if value not in PROVIDERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}")
-    return value
+    try:
+        return check_provider(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}") from None
 
 
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
