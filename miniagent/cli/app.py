@@ -13,17 +13,20 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from .. import __version__
+from ..errors import MiniagentError
 from .chat import command_chat
 from .checks import UsageProblem
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from .options import Options, with_options
 from .run import command_run
-from .runner import Outcome
+from .runner import Outcome, error_text
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -58,7 +61,15 @@ def _app(version: VersionOpt = False) -> None:
     """
 
 
-@app.command("run")
+class _Command(TyperCommand):
+    """A command whose usage line shows a required argument as ``PROMPT`` (typer: ``{PROMPT}``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces: list[str] = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+@app.command("run", cls=_Command)
 @with_options
 def _run(
     prompt: Annotated[
@@ -71,11 +82,42 @@ def _run(
     return command_run(prompt, options)
 
 
-@app.command("chat")
+@app.command("chat", cls=_Command)
 @with_options
 def _chat(*, options: Options) -> Outcome:
     """Chat: one run per line on the same session; /exit or end of input leaves."""
     return command_chat(options)
+
+
+session_app = typer.Typer(
+    name="session",
+    help="Work on a session file.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(session_app)
+
+
+@session_app.command("pop", cls=_Command)
+def _session_pop(
+    path: Annotated[Path, typer.Argument(metavar="PATH", dir_okay=False, help="The JSONL session file.")],
+) -> int:
+    """Drop the last user message of a session and every message after it (e.g. a prompt the
+    server refused); the file stays a valid session."""
+    from .session_command import pop_last_exchange
+    from .terminal import clip
+
+    try:
+        removed = pop_last_exchange(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    sys.stderr.write(
+        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from {path}; "
+        f"the last user message was: {clip(removed[0].content, 60)}\n"
+    )
+    return EXIT_OK
 
 
 def _click_error_classes() -> tuple[type[Exception], type[Exception]]:
@@ -84,6 +126,27 @@ def _click_error_classes() -> tuple[type[Exception], type[Exception]]:
     usage = next(c for c in mro if c.__name__ == "UsageError")
     base = next(c for c in mro if c.__name__ == "ClickException")
     return usage, base
+
+
+def _usage_text(error: Exception) -> str:
+    """Click's usage error in one line; an environment variable is named only when it was used."""
+    ctx: Any = getattr(error, "ctx", None)
+    param: Any = getattr(error, "param", None)
+    if (
+        type(error).__name__ == "BadParameter"
+        and param is not None
+        and getattr(error, "param_hint", None) is None
+    ):
+        name = "/".join(param.opts) if param.opts else param.human_readable_name
+        source = ctx.get_parameter_source(param.name) if ctx is not None else None
+        if getattr(source, "name", "") == "ENVIRONMENT" and param.envvar:
+            name += f" (from ${param.envvar})"
+        text = f"invalid value for {name}: {getattr(error, 'message', error)}"
+    else:
+        format_message = getattr(error, "format_message", None)
+        text = format_message() if callable(format_message) else str(error)
+    command = ctx.command_path if ctx is not None else "miniagent"
+    return f"{' '.join(text.split())} (see '{command} --help')"
 
 
 def _print_error(text: str) -> None:
@@ -102,10 +165,10 @@ def _run_app(argv: Sequence[str] | None) -> Outcome:
             standalone_mode=False,
         )
     except UsageProblem as error:
-        _print_error(f"{error}\nTry 'miniagent --help' for help.")
+        _print_error(f"{error} (see 'miniagent --help')")
         return Outcome(EXIT_USAGE)
     except usage_error as error:
-        error.show()  # type: ignore[attr-defined]
+        _print_error(_usage_text(error))
         return Outcome(EXIT_USAGE)
     except click_error as error:
         error.show()  # type: ignore[attr-defined]

@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import SessionError
 from .checks import check_options, valid_text
-from .defaults import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, default_session_path
+from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, default_session_path, session_folder
 from .display import Display, choose_display
 from .logs import configure_logging
 from .options import Options
@@ -34,29 +35,32 @@ CHAT_HELP = """miniagent chat: each line is one request to the model, on the sam
 def command_chat(options: Options) -> Outcome:
     """Chat on ``options.session`` (a new one when not given) until the user leaves.
 
+    Nothing costly happens before the first message: the client starts, and a new session file
+    is created, only when there is something to send (empty input leaves at once).
+
     Returns:
         The exit code (see the module docstring) and whether a client thread must be abandoned.
 
     Raises:
         UsageProblem: a usage error (before anything started).
-        OSError: the folder of a new session cannot be created.
     """
     configure_logging(options.debug)
     check_options(options)
-    display = choose_display(json=options.json, chat=True)
-    if options.session is None:
-        options.session = default_session_path()
-        display.status(f"miniagent: session {options.session} (resume with --session {options.session})")
-    runner = Runner(options, display)
+    runner = Runner(options, choose_display(json=options.json, chat=True))
     with runner:
         code = _chat(runner)
     return runner.outcome(code)  # after the close: it may have abandoned a thread
 
 
 def _chat(runner: Runner) -> int:
-    interactive = is_terminal(sys.stdin)
+    interactive = sys.stdin is not None and is_terminal(sys.stdin)
+    if runner.output_lost():  # stdout closed: nobody could read the answers
+        return runner.settle(EXIT_ERROR)
     try:
-        _start(runner, interactive)
+        if runner.options.session is not None:
+            _check_session(runner)
+        if interactive:
+            runner.display.note("miniagent: type a message; /exit or Ctrl-D to leave")
         return _conversation(runner, interactive)
     except KeyboardInterrupt:  # while the client was starting
         runner.display.status("\nminiagent: aborted")
@@ -65,22 +69,42 @@ def _chat(runner: Runner) -> int:
         return runner.fail(error)
 
 
-def _start(runner: Runner, interactive: bool) -> None:
-    """Check the session (a corrupt one fails before the client starts), start the client."""
-    from ..session import load_session
-
-    assert runner.options.session is not None
-    restored = load_session(runner.options.session)
+def _check_session(runner: Runner) -> None:
+    """A corrupt or locked session fails now, before anything else."""
+    restored = runner.open_session()
     if restored:
         runner.display.note(f"miniagent: resuming {len(restored)} messages")
+
+
+def _start(runner: Runner) -> None:
+    """Before the first message: create a new session file if none was given, start the client."""
+    if runner.options.session is None:
+        path = _new_session()
+        runner.options.session = path
+        runner.display.status(f"miniagent: session {path} (resume with --session {path})")
+        runner.open_session()
     runner.open()
-    if interactive:
-        runner.display.note("miniagent: type a message; /exit or Ctrl-D to leave")
+
+
+def _new_session() -> Path:
+    """A new session file under ``session_folder()``.
+
+    Raises:
+        OSError: the folder cannot be created (the message says what to do).
+    """
+    try:
+        return default_session_path()
+    except OSError as error:
+        raise OSError(
+            f"cannot create a session in {session_folder()}: {error.strerror or error} "
+            "(set XDG_STATE_HOME to a folder, or pass --session PATH)"
+        ) from None
 
 
 def _conversation(runner: Runner, interactive: bool) -> int:
     """Read lines and answer them; return the exit code when the user leaves."""
     code = EXIT_OK
+    started = False
     while True:
         try:
             line = _read_line("> ", interactive)
@@ -99,6 +123,9 @@ def _conversation(runner: Runner, interactive: bool) -> int:
         if text.lower() == "/help":
             runner.display.status(CHAT_HELP)
             continue
+        if not started:
+            _start(runner)
+            started = True
         answered, leave = _answer(runner, text, interactive)
         code = code if answered is None else answered
         if leave:
@@ -106,12 +133,18 @@ def _conversation(runner: Runner, interactive: bool) -> int:
 
 
 def _read_line(prompt: str, interactive: bool) -> str | None:
-    """One line of standard input (the prompt on stderr on a terminal); ``None`` at its end."""
+    """One line of standard input (the prompt on stderr on a terminal); ``None`` at its end (or
+    when standard input is closed). Bytes that are not UTF-8 become U+FFFD."""
     if interactive:
         sys.stderr.write(prompt)
         sys.stderr.flush()
-    line = sys.stdin.readline()
-    return line if line else None
+    if sys.stdin is None:
+        return None
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream put in place of stdin
+        return str(sys.stdin.readline()) or None
+    data: bytes = buffer.readline()
+    return data.decode("utf-8", "replace") if data else None
 
 
 def _answer(runner: Runner, text: str, interactive: bool) -> tuple[int | None, bool]:
@@ -124,6 +157,8 @@ def _answer(runner: Runner, text: str, interactive: bool) -> tuple[int | None, b
         return runner.fail(error), not interactive
     display: Display = runner.display
     display.finish_run(stop_reason, code)
+    if runner.output_lost():
+        return runner.settle(code), True
     if code == EXIT_SIGTERM:
         runner.report_stop(stop_reason)
         return code, True

@@ -5,9 +5,16 @@ Modes:
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it). Notes are not printed.
-- ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives.
+- ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
+  with escape sequences neutralised (``--json`` and piped output stay exact).
 - ``PlainDisplay`` (stdout is a pipe or file): ``chat`` prints each committed non-empty assistant
   message; ``run`` prints the last assistant text of the run at the end.
+
+A write to stdout that fails (a closed pipe, a full disk, a closed descriptor) never raises into
+the loop: the display records it in ``output_error``, points stdout at ``/dev/null`` (so nothing
+fails again at exit) and calls ``on_output_error``, which the runner uses to cancel the run, so the
+session stays valid; the runner then exits quietly (closed pipe, 141 as ``SIGPIPE`` would) or
+with one error line (exit 1).
 
 In every mode stdout carries only the conversation; progress (the spinner), notes, the tool lines
 of ``run`` and errors go to stderr. ``chat`` prints its tool lines on stdout (they are part of the
@@ -16,13 +23,16 @@ conversation) except with ``--json``. ``choose_display`` is the only code that r
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from ..agent import StopReason
-from ..messages import Message, json_text, message_to_json
+from ..messages import Message, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
-from .terminal import Spinner, call_line, is_terminal, result_line
+from .terminal import Spinner, call_line, is_terminal, neutralise, one_line, result_line
 
 __all__ = ["Display", "JsonDisplay", "PlainDisplay", "TerminalDisplay", "choose_display"]
 
@@ -45,9 +55,13 @@ class Display:
     ):
         self.spinner = spinner
         self.chat = chat
-        self.out = sys.stdout if out is None else out
+        self.out: IO[str] | None = sys.stdout if out is None else out
         self.err = sys.stderr if err is None else err
         self.run_messages: list[Message] = []
+        self.output_error: BaseException | None = None  # the first failed write to stdout
+        if self.out is None:  # the process started with its stdout closed: nothing can be shown
+            self.output_error = OSError("standard output is closed")
+        self.on_output_error: Callable[[], None] | None = None
         self._at_line_start = True
 
     # --- around a run ---------------------------------------------------------------------
@@ -63,6 +77,10 @@ class Display:
         """The loop's ``on_message``: a committed message."""
         self.run_messages.append(message)
 
+    def tool_call(self, call: ToolCall) -> None:
+        """A call is about to be approved and run (not called for calls a person is asked
+        about: the approval prompt shows those in full)."""
+
     def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
         """The run returned ``stop_reason`` and the CLI will exit (or go on) with ``exit_code``."""
         self.spinner.hide()
@@ -72,7 +90,7 @@ class Display:
     def error(self, text: str) -> None:
         """A runtime error ended the run: one line ``miniagent: error: TEXT`` on stderr."""
         self.spinner.hide()
-        self.err.write(f"miniagent: error: {text}\n")
+        self.err.write(f"miniagent: error: {one_line(text)}\n")
         self.err.flush()
 
     # --- progress and notes ---------------------------------------------------------------
@@ -96,7 +114,7 @@ class Display:
     def status(self, text: str) -> None:
         """One line (or block) on stderr that every mode shows, e.g. the session path."""
         self.spinner.hide()
-        if not self._at_line_start and is_terminal(self.out) and is_terminal(self.err):
+        if not self._at_line_start and self._out_is_terminal() and is_terminal(self.err):
             self.write_out("\n")
         self.err.write(text if text.endswith("\n") else text + "\n")
         self.err.flush()
@@ -108,12 +126,32 @@ class Display:
     # --- helpers --------------------------------------------------------------------------
 
     def write_out(self, text: str) -> None:
-        """Write ``text`` on stdout now (after clearing the status line)."""
+        """Write ``text`` on stdout now (after clearing the status line); never raises (see the
+        module docstring for what a failed write does)."""
+        if self.output_error is not None:
+            return
         self.spinner.hide()
-        self.out.write(text)
-        self.out.flush()
+        try:
+            assert self.out is not None  # else output_error was set at the start
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError) as error:
+            self._output_failed(error)
+            return
         if text:
             self._at_line_start = text.endswith("\n")
+
+    def _output_failed(self, error: BaseException) -> None:
+        self.output_error = error
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere at exit
+            os.close(devnull)
+        if self.on_output_error is not None:
+            self.on_output_error()
+
+    def _out_is_terminal(self) -> bool:
+        return self.out is not None and is_terminal(self.out)
 
     def last_answer(self) -> str:
         """The last non-empty assistant text committed in this run ("" when none)."""
@@ -162,11 +200,13 @@ class _TextDisplay(Display):
             self._show_answer(message)
             for call in message.tool_calls:
                 self._names[call.id] = call.name
-                self._tool_line(call_line(call))
         elif message.role == "tool":
             name = self._names.get(message.tool_call_id or "", "?")
             self._tool_line(result_line(name, message))
             self.spinner.show("thinking")
+
+    def tool_call(self, call: ToolCall) -> None:
+        self._tool_line(call_line(call))
 
     def _show_answer(self, message: Message) -> None:
         """A committed assistant message (its text may already be on the screen)."""
@@ -179,7 +219,8 @@ class _TextDisplay(Display):
 
 
 class TerminalDisplay(_TextDisplay):
-    """stdout is a terminal: the assistant's text is streamed as it arrives."""
+    """stdout is a terminal: the assistant's text is streamed as it arrives, its control
+    characters (escape sequences) shown as visible escapes (``neutralise``)."""
 
     _streamed = False
 
@@ -190,7 +231,7 @@ class TerminalDisplay(_TextDisplay):
     def on_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextEvent) and event.text:
             self._streamed = True
-            self.write_out(event.text)
+            self.write_out(neutralise(event.text))  # a terminal must not run the model's escapes
 
     def _show_answer(self, message: Message) -> None:
         if self._streamed and not self._at_line_start:
@@ -227,6 +268,6 @@ def choose_display(*, json: bool, chat: bool) -> Display:
     spinner = Spinner(sys.stderr, enabled=is_terminal(sys.stderr) and not json)
     if json:
         return JsonDisplay(spinner, chat=chat)
-    if is_terminal(sys.stdout):
+    if sys.stdout is not None and is_terminal(sys.stdout):
         return TerminalDisplay(spinner, chat=chat)
     return PlainDisplay(spinner, chat=chat)

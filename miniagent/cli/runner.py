@@ -26,16 +26,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
+from ..approval import TerminalApproval
 from ..errors import MiniagentError, SessionError
-from ..messages import ToolCall
+from ..messages import Message, ToolCall
 from ..tools import Approval, BeforeToolCall, Tool
-from .defaults import EXIT_ERROR, default_system_prompt, resolve_approval, resolve_provider
+from .checks import tool_output_chars
+from .defaults import EXIT_ERROR, EXIT_SIGPIPE, default_system_prompt, resolve_approval, resolve_provider
 from .display import Display
 from .options import Options
 from .signals import SignalCancel
 from .terminal import is_terminal
 
 if TYPE_CHECKING:
+    from ..mcp import MCPServerBase
     from ..model import ModelClient
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "error_text"]
@@ -82,6 +85,7 @@ class Runner:
         self.display = display
         self.client: ModelClient | None = None
         self.tools: list[Tool] = []
+        self.mcp_servers: list[MCPServerBase] = []  # started by open(), stopped by close()
         self.policy: BeforeToolCall | None = None
         self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
         self.system = ""
@@ -101,12 +105,27 @@ class Runner:
 
     # --- start and stop ---------------------------------------------------------------------
 
-    def open(self) -> None:
-        """Create the tools, the approval policy and the model client (imports the toolbox and
-        providers now).
+    def open_session(self) -> list[Message]:
+        """Read the session (``--session``) now, so that a corrupt one fails before the client
+        starts; returns its messages (``[]`` without a session).
 
         Raises:
-            MiniagentError, OSError, ImportError: the client could not be created.
+            SessionError: a bad line (the file is left untouched).
+            OSError: the file cannot be read.
+        """
+        from ..session import load_session
+
+        if self.options.session is None:
+            return []
+        return load_session(self.options.session)
+
+    def open(self) -> None:
+        """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
+        model client (imports the toolbox and providers now).
+
+        Raises:
+            MiniagentError, OSError, ImportError: the client could not be created, or an MCP
+                server could not be started (``MCPError``).
             KeyboardInterrupt: Ctrl-C while the client was starting.
         """
         self._make_tools()
@@ -124,15 +143,43 @@ class Runner:
         from ..toolbox.process import kill_running_children
 
         workspace = self.options.folder
-        self.tools = default_tools(workspace)
+        self.tools = default_tools(
+            workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
+        )
         self._stop_commands = kill_running_children  # commands, grep, MCP servers
+        self.tools += self._mcp_tools([t.name for t in self.tools])
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":
-            self.policy = read_only(self.tools)
+            chosen = self.options.approve == "read-only"  # else the default without a terminal
+            self.policy = read_only(
+                self.tools, why="read-only tools were chosen" if chosen else "this run is non-interactive"
+            )
         else:
             self.policy = ask_on_terminal(self.tools)
         self.system = self.options.system or default_system_prompt(workspace, self.tools)
+
+    def _mcp_tools(self, reserved: list[str]) -> list[Tool]:
+        """Start the ``--mcp-config`` servers (in order) and return their tools; a name that
+        collides with ``reserved`` or another server's becomes ``SERVER__TOOL``. Their results are
+        capped like the built-in tools' (``tool_output_chars``).
+
+        Raises:
+            MCPError: a server could not be started or listed (the error names it).
+            KeyboardInterrupt: Ctrl-C while a server was starting (``close`` stops the started).
+        """
+        if not self.options.mcp_config:
+            return []
+        from ..mcp import load_mcp_config, mcp_tools
+
+        for path in self.options.mcp_config:
+            for name, server in load_mcp_config(path).items():
+                server.max_result_chars = tool_output_chars(self.options.context_max_chars)
+                self.mcp_servers.append(server)
+                self.display.progress(f"starting MCP server {name}")
+                server.start()
+        self.display.idle()
+        return mcp_tools(self.mcp_servers, reserved=reserved)
 
     def _create_client(self, provider: str) -> ModelClient:
         from ..providers import create_client
@@ -148,7 +195,8 @@ class Runner:
         )
 
     def close(self) -> None:
-        """Stop the spinner and close the client (stops a local server).
+        """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
+        group: about 1 s at most per server) and close the client (stops a local server).
 
         A local server finishes the prompt it is evaluating before it stops, which can take many
         seconds after a cancel. The close runs in a thread; if it is not done within
@@ -156,6 +204,10 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        servers, self.mcp_servers = self.mcp_servers, []
+        for server in servers:  # closes stdin, then stops the process group
+            with contextlib.suppress(KeyboardInterrupt):
+                server.close()
         client, self.client = self.client, None
         closer = getattr(client, "close", None)
         if callable(closer):
@@ -204,6 +256,7 @@ class Runner:
         assert self.client is not None
         cancel = threading.Event()
         self.display.begin_run()
+        self.display.on_output_error = cancel.set  # nobody reads the answer: close the run
         with SignalCancel(
             cancel, on_cancel=self.display.cancelling, stop_commands=self._stop_commands
         ) as signals:
@@ -241,6 +294,8 @@ class Runner:
     def _before_tool_call(self, call: ToolCall) -> Approval:
         self.display.idle()
         policy = self.policy
+        if not (isinstance(policy, TerminalApproval) and policy.will_ask(call)):
+            self.display.tool_call(call)  # a person who is asked sees the whole call in the prompt
         approval = Approval(True)
         if policy is not None:
             signals = self._signals
@@ -268,10 +323,39 @@ class Runner:
         elif stop_reason == "aborted":
             self.display.note("miniagent: aborted")
 
+    def output_lost(self) -> bool:
+        """Whether writing stdout failed (the run was cancelled then; see ``settle``)."""
+        return self.display.output_error is not None
+
+    def settle(self, code: int) -> int:
+        """The exit code once the output is done: ``code``, or, when writing stdout failed,
+        ``EXIT_SIGPIPE`` quietly for a closed pipe (``| head``) and 1 with one error line otherwise."""
+        error = self.display.output_error
+        if error is None:
+            return code
+        if isinstance(error, BrokenPipeError):
+            return EXIT_SIGPIPE
+        text = getattr(error, "strerror", None) or str(error)
+        self.display.error(f"cannot write to standard output: {text}")
+        return EXIT_ERROR
+
     def fail(self, error: BaseException) -> int:
         """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1."""
         self.display.idle()
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        self.display.error(error_text(error))
+        self.display.error(error_text(error) + self._recovery_hint(error))
         return EXIT_ERROR
+
+    def _recovery_hint(self, error: BaseException) -> str:
+        """How to get out when the server refused the run's first request (e.g. a prompt over its
+        context size) and the user message now sits in the session: ``""`` otherwise."""
+        session = self.options.session
+        refused = getattr(error, "status", None) in (400, 413, 422)
+        first = not any(m.role == "assistant" for m in self.display.run_messages)
+        if session is None or not refused or not first or not self.display.run_messages:
+            return ""
+        return (
+            f"; the prompt stays in the session: send less with --context-max-chars N, "
+            f"or drop it with: miniagent session pop {session}"
+        )
