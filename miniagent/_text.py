@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["omission_note", "cap", "shorten", "replace_surrogates", "utf8", "SURROGATES"]
+__all__ = ["omission_note", "cap", "cap_ends", "shorten", "replace_surrogates", "utf8", "SURROGATES"]
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 """Matches one lone surrogate code point (a ``str`` never holds a valid pair: those are decoded)."""
@@ -62,10 +62,25 @@ def cap(text: str, max_chars: int) -> str:
     """
     if len(text) <= max_chars:
         return text
-    head_chars, tail_chars = split_budget(max_chars, len(omission_note(len(text))))
-    left_out = len(text) - head_chars - tail_chars
-    tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{text[:head_chars]}\n{omission_note(left_out)}\n{tail}"
+    return cap_ends(text, text, len(text), max_chars)
+
+
+def cap_ends(head: str, tail: str, total_chars: int, max_chars: int) -> str:
+    """``cap`` of a text known only by its ends (e.g. streamed from a large file).
+
+    Args:
+        head: the text's first ``max_chars`` characters (or more).
+        tail: its last ``max_chars`` characters (or more).
+        total_chars: the text's length (> ``max_chars``).
+        max_chars: the limit in characters.
+
+    Returns:
+        What ``cap(text, max_chars)`` returns for the whole text.
+    """
+    head_chars, tail_chars = split_budget(max_chars, len(omission_note(total_chars)))
+    left_out = total_chars - head_chars - tail_chars
+    tail_part = tail[len(tail) - tail_chars :] if tail_chars else ""
+    return f"{head[:head_chars]}\n{omission_note(left_out)}\n{tail_part}"
 
 
 def shorten(text: str, limit: int) -> str:

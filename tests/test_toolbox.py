@@ -245,7 +245,12 @@ def test_read_file_offset_limit(ws: Path, run: Run) -> None:
     assert run("read_file", path="n.txt", offset=9).content == "line 9\nline 10\n"
     past = run("read_file", path="n.txt", offset=11)
     assert past.is_error and "past the end" in past.content and "10 lines" in past.content
-    assert run("read_file", path="n.txt", offset=0).is_error
+    # offset 0: the input check refuses it (the schema's minimum), and so does the tool itself
+    read_file = tools_for(ws)["read_file"]
+    assert check_input(read_file.input_schema, {"path": "n.txt", "offset": 0}) == (
+        "input.offset: 0 is less than the minimum 1"
+    )
+    assert read_file.execute({"path": "n.txt", "offset": 0}, None).is_error
 
 
 def test_read_file_errors(ws: Path, run: Run) -> None:
@@ -383,7 +388,9 @@ def test_list_dir_depth(ws: Path, run: Run) -> None:
     assert run("list_dir", path="a/b").content == "a/b/c/"
     assert run("list_dir", path="top.txt").is_error
     assert run("list_dir", path="nope").is_error
-    assert run("list_dir", depth=0).is_error
+    list_dir = tools_for(ws)["list_dir"]  # depth 0: refused by the input check and by the tool
+    assert check_input(list_dir.input_schema, {"depth": 0}) == "input.depth: 0 is less than the minimum 1"
+    assert list_dir.execute({"depth": 0}, None).is_error
     (ws / "empty").mkdir()
     assert run("list_dir", path="empty").content == "(empty is empty)"
 
@@ -534,14 +541,14 @@ def test_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> Non
 
 
 @pytest.mark.parametrize("tool_name", ["run_command", "grep"])
-def test_a_nan_timeout_is_refused_and_infinity_is_bounded(ws: Path, tool_name: str) -> None:
-    # JSON decoders accept NaN; a NaN deadline would never pass (found in review).
+def test_a_nan_or_infinite_timeout_is_an_error_result(ws: Path, tool_name: str) -> None:
+    # JSON decoders accept NaN; a NaN deadline would never pass (found in review). 1e400 decodes
+    # to infinity and 10**400 overflows float() (issue 13): error results, never a raise.
     tool = tools_for(ws)[tool_name]
     arguments = {"command": "echo hi"} if tool_name == "run_command" else {"pattern": "x"}
-    result = tool.execute({**arguments, "timeout": float("nan")}, None)
-    assert result == ToolResult("timeout must be a positive number of seconds", is_error=True)
-    result = tool.execute({**arguments, "timeout": float("inf")}, None)
-    assert result.content.startswith("[timeout lowered to the maximum of")
+    for timeout in (float("nan"), float("inf"), 10**400):
+        result = tool.execute({**arguments, "timeout": timeout}, None)
+        assert result == ToolResult("timeout must be a positive, finite number of seconds", is_error=True)
 
 
 def test_no_threads_outlive_a_command(run: Run) -> None:
@@ -602,7 +609,7 @@ def test_fifo_is_not_read_and_does_not_hang_grep(ws: Path, run: Run) -> None:
     os.mkfifo(ws / "pipe")
     (ws / "a.txt").write_text("needle\n")
     result = run("read_file", path="pipe")
-    assert result == ToolResult("pipe is not a regular file", is_error=True)
+    assert result == ToolResult("pipe is a named pipe (FIFO), not a regular file; refused", is_error=True)
     found = run("grep", pattern="needle")
     assert found.content == "a.txt:1: needle\n[skipped: 1 special files (not regular)]"
 
@@ -884,6 +891,7 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
         "max_file_bytes": 1000,
         "sniff_bytes": 100,
         "skipped_folders": [".git"],
+        "max_memory_bytes": 192 * 1024 * 1024,
     }
     argv = search._worker_argv()
     done = subprocess.run(

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._provider_names import PROVIDERS, check_provider
 from ..tools import Tool
 
 __all__ = [
@@ -42,7 +43,6 @@ EXIT_SIGINT = 128 + signal.SIGINT  # 130
 EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 EXIT_SIGPIPE = 128 + signal.SIGPIPE  # 141: stdout was a pipe that closed (as a Unix tool killed by SIGPIPE)
 
-PROVIDERS = ("local", "openai", "anthropic")
 APPROVALS = ("ask", "read-only", "all")
 DEFAULT_MAX_TURNS = 8
 
@@ -74,9 +74,7 @@ def resolve_provider(
     """
     env = os.environ if environ is None else environ
     if provider:
-        if provider not in PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r} (choose from {', '.join(PROVIDERS)})")
-        return provider
+        return check_provider(provider)
     if env.get("ANTHROPIC_API_KEY"):
         return "anthropic"
     if env.get("OPENAI_API_KEY") or base_url:

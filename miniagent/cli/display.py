@@ -5,7 +5,8 @@ Modes:
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it). Notes are not printed.
-- ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives.
+- ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
+  with escape sequences neutralised (``--json`` and piped output stay exact).
 - ``PlainDisplay`` (stdout is a pipe or file): ``chat`` prints each committed non-empty assistant
   message; ``run`` prints the last assistant text of the run at the end.
 
@@ -29,9 +30,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ..agent import StopReason
-from ..messages import Message, json_text, message_to_json
+from ..messages import Message, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
-from .terminal import Spinner, call_line, is_terminal, result_line
+from .terminal import Spinner, call_line, is_terminal, neutralise, one_line, result_line
 
 __all__ = ["Display", "JsonDisplay", "PlainDisplay", "TerminalDisplay", "choose_display"]
 
@@ -76,6 +77,10 @@ class Display:
         """The loop's ``on_message``: a committed message."""
         self.run_messages.append(message)
 
+    def tool_call(self, call: ToolCall) -> None:
+        """A call is about to be approved and run (not called for calls a person is asked
+        about: the approval prompt shows those in full)."""
+
     def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
         """The run returned ``stop_reason`` and the CLI will exit (or go on) with ``exit_code``."""
         self.spinner.hide()
@@ -85,7 +90,7 @@ class Display:
     def error(self, text: str) -> None:
         """A runtime error ended the run: one line ``miniagent: error: TEXT`` on stderr."""
         self.spinner.hide()
-        self.err.write(f"miniagent: error: {text}\n")
+        self.err.write(f"miniagent: error: {one_line(text)}\n")
         self.err.flush()
 
     # --- progress and notes ---------------------------------------------------------------
@@ -195,11 +200,13 @@ class _TextDisplay(Display):
             self._show_answer(message)
             for call in message.tool_calls:
                 self._names[call.id] = call.name
-                self._tool_line(call_line(call))
         elif message.role == "tool":
             name = self._names.get(message.tool_call_id or "", "?")
             self._tool_line(result_line(name, message))
             self.spinner.show("thinking")
+
+    def tool_call(self, call: ToolCall) -> None:
+        self._tool_line(call_line(call))
 
     def _show_answer(self, message: Message) -> None:
         """A committed assistant message (its text may already be on the screen)."""
@@ -212,7 +219,8 @@ class _TextDisplay(Display):
 
 
 class TerminalDisplay(_TextDisplay):
-    """stdout is a terminal: the assistant's text is streamed as it arrives."""
+    """stdout is a terminal: the assistant's text is streamed as it arrives, its control
+    characters (escape sequences) shown as visible escapes (``neutralise``)."""
 
     _streamed = False
 
@@ -223,7 +231,7 @@ class TerminalDisplay(_TextDisplay):
     def on_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextEvent) and event.text:
             self._streamed = True
-            self.write_out(event.text)
+            self.write_out(neutralise(event.text))  # a terminal must not run the model's escapes
 
     def _show_answer(self, message: Message) -> None:
         if self._streamed and not self._at_line_start:

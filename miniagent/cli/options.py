@@ -23,7 +23,8 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from .defaults import APPROVALS, DEFAULT_MAX_TURNS, PROVIDERS
+from .._provider_names import PROVIDERS, check_provider
+from .defaults import APPROVALS, DEFAULT_MAX_TURNS
 
 __all__ = ["Options", "with_options"]
 
@@ -31,9 +32,10 @@ __all__ = ["Options", "with_options"]
 def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (typer reads it)
     if value in (None, ""):
         return None
-    if value not in PROVIDERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}")
-    return value
+    try:
+        return check_provider(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}") from None
 
 
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
@@ -103,6 +105,17 @@ class Options:
         bool, typer.Option("--json", help="Write one JSON object per message and a final result line.")
     ] = False
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs on stderr.")] = False
+    mcp_config: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--mcp-config",
+            exists=True,
+            dir_okay=False,
+            metavar="FILE",
+            help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
+            "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         self.workspace = (self.workspace or Path.cwd()).resolve()

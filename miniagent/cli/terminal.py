@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import unicodedata
 from typing import IO
 
-from ..approval import describe_call
+from ..approval import describe_call, visible
 from ..messages import Message, ToolCall
 
-__all__ = ["Spinner", "call_line", "clip", "is_terminal", "result_line"]
+__all__ = ["Spinner", "call_line", "clip", "is_terminal", "neutralise", "one_line", "result_line"]
 
 LINE_CHARS = 100
 
@@ -27,6 +28,20 @@ def clip(text: str, limit: int = LINE_CHARS) -> str:
     file or the model could inject into the terminal) shown as ``?``, at most ``limit`` chars."""
     text = "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def neutralise(text: str) -> str:
+    """``text`` for a terminal: control characters other than newline and tab (ESC of escape
+    sequences such as OSC 52 clipboard writes, title changes, clear-screen; carriage return, C1
+    controls) are written as visible escapes (``\\x1b``), so the terminal executes none of them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else visible(c) for c in text)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line for a terminal: whitespace runs collapsed, ``visible`` escapes."""
+    return visible(" ".join(text.split()))
 
 
 def call_line(call: ToolCall) -> str:

@@ -13,8 +13,9 @@ the root, ``.git`` skipped).
 
 stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir``, ``pattern``,
 ``glob_name`` and ``glob_path`` (regular expressions compiled from the glob by ``globs.py``, each
-or both null), ``max_matches``, ``max_line_chars``, ``max_file_bytes``, ``sniff_bytes``,
-``skipped_folders``.
+or both null), ``max_memory_bytes`` (this process's address-space limit: a file whose search
+runs out of it is skipped and counted), ``max_matches``, ``max_line_chars``, ``max_file_bytes``,
+``sniff_bytes``, ``skipped_folders``.
 
 stdout: ASCII JSON lines; ``["match", {"path", "line", "text"}]`` for each matching line as found
 (flushed after each file); a line longer than ``max_line_chars`` gives a window of that many
@@ -36,6 +37,7 @@ import sys
 
 TYPE_CHECKING = False  # not imported from typing: importing typing would cost ~3 ms of start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import IO, Any
 
 
@@ -46,6 +48,33 @@ _MARKS = (  # byte order marks, longest first (as ``textfiles``; not imported: s
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` without their ``\\n``, one at a time (no list of every line)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def limit_memory(max_bytes: int) -> None:
+    """Cap this process's address space at ``max_bytes`` (``RLIMIT_AS``): an allocation past it
+    raises ``MemoryError`` instead of growing the machine's memory (a backtracking pattern on a
+    20 MB line). Without ``resource`` (not POSIX) nothing is capped."""
+    try:
+        import resource
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        max_bytes = min(max_bytes, hard)
+    if soft == resource.RLIM_INFINITY or soft > max_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (max_bytes, hard))
 
 
 class Search:
@@ -67,6 +96,7 @@ class Search:
         self.max_file_bytes: int = request["max_file_bytes"]
         self.sniff_bytes: int = request["sniff_bytes"]
         self.skipped_folders = frozenset(request["skipped_folders"])
+        self.memory_mb: int = request["max_memory_bytes"] // (1024 * 1024)
         self.out = out
         self.count = 0
         self.skipped: dict[str, int] = {}
@@ -128,44 +158,69 @@ class Search:
             return None
         return data.decode("utf-8", errors="replace")
 
-    def search_file(self, path: str) -> None:
-        """Search one file (followed if a symlink), writing its matching lines."""
-        shown = self.display(path)
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a regular file (followed if a symlink), or ``None`` with a skip noted.
+
+        Opened without blocking (a FIFO swapped in after the walk saw a file cannot hang the
+        search) and checked on the open descriptor; at most ``max_file_bytes`` are read."""
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
         try:
-            info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode):
-                self.skip("special files (not regular)")
-                return
-            if info.st_size > self.max_file_bytes:
-                self.skip(f"files larger than {self.max_file_bytes // (1024 * 1024)} MB")
-                return
-            with open(path, "rb") as handle:
-                data = handle.read()
+            fd = os.open(path, flags)
         except OSError:
             self.skip("unreadable files")
-            return
-        text = self.decode(data)
-        if text is None:
-            self.skip("binary files")
-            return
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                self.skip("special files (not regular)")
+                return None
+            if info.st_size > self.max_file_bytes:
+                self.skip(f"files larger than {self.max_file_bytes // (1024 * 1024)} MB")
+                return None
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                return handle.read(self.max_file_bytes + 1)[: self.max_file_bytes]
+        except OSError:
+            self.skip("unreadable files")
+            return None
+        finally:
+            os.close(fd)
+
+    def search_file(self, path: str) -> None:
+        """Search one file (followed if a symlink), writing its matching lines. A file whose
+        search runs out of memory (``max_memory_bytes``) is skipped and counted."""
         found = False
         try:
-            for number, line in enumerate(lines, start=1):
-                line = line.removesuffix("\r")
-                hit = self.regex.search(line)
-                if hit:
-                    self.out.write(json.dumps(["match", self.window(shown, number, line, hit)]) + "\n")
-                    found = True
-                    self.count += 1
-                    if self.count >= self.max_matches:
-                        self.full = True
-                        return
+            found = self.search_text(path)
+        except MemoryError:
+            self.skip(f"files the search ran out of memory on (limit {self.memory_mb} MB)")
         finally:
             if found:
                 self.out.flush()
+
+    def search_text(self, path: str) -> bool:
+        """Search the lines of one file, one at a time; return whether a match was written."""
+        data = self.read(path)
+        if data is None:
+            return False
+        text = self.decode(data)
+        del data
+        if text is None:
+            self.skip("binary files")
+            return False
+        shown = self.display(path)
+        found = False
+        for number, line in enumerate(_lines(text), start=1):
+            line = line.removesuffix("\r")
+            hit = self.regex.search(line)
+            if hit:
+                self.out.write(json.dumps(["match", self.window(shown, number, line, hit)]) + "\n")
+                found = True
+                self.count += 1
+                if self.count >= self.max_matches:
+                    self.full = True
+                    return found
+        return found
 
     def search_entry(self, path: str) -> None:
         """Search a directory entry found while walking (never followed if a folder symlink)."""
@@ -208,6 +263,7 @@ class Search:
 def main() -> int:
     """Run the search described on stdin; return the exit status (0)."""
     request = json.loads(sys.stdin.buffer.read())
+    limit_memory(request["max_memory_bytes"])
     search = Search(request, sys.stdout)
     if request["is_dir"]:
         search.walk(request["top"])

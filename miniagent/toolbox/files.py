@@ -8,7 +8,6 @@ an ambiguous edit, permission denied) are error results; only bugs raise.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +15,11 @@ from typing import Any
 
 from .._text import cap, utf8
 from ..tools import Tool, ToolResult
+from .environment import current_redactor
+from .fileio import SpecialFileError, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
-from .textfiles import EncodingProblem, decode_file, display_text, encode_edit, normalise_edit
+from .reading import read_shown
+from .textfiles import EncodingProblem, decode_file, encode_edit, normalise_edit
 
 __all__ = [
     "read_file_tool",
@@ -31,7 +33,6 @@ __all__ = [
 MAX_LIST_ENTRIES = 1000
 MAX_LIST_DEPTH = 10
 _NOT_DESCENDED = frozenset({".git"})
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 def _count(number: int, noun: str) -> str:
@@ -56,17 +57,8 @@ def _os_error(action: str, shown: str, error: OSError) -> ToolResult:
     return _error(f"cannot {action} {shown}: {reason}")
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` without following a symlink at its last component."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o666)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-
-
-def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:
-    """Resolve and read a regular file: (path, its display form, content), or the error result
-    explaining why not."""
+def _resolve_file(workspace: Workspace, path: str) -> tuple[Path, str] | ToolResult:
+    """Resolve the path of an existing file: ``(path, its display form)`` or the error result."""
     try:
         resolved = workspace.resolve(path)
     except OutsideWorkspaceError as error:
@@ -74,12 +66,24 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder, not a file (use list_dir)")
+    if not os.path.lexists(resolved):
+        return _error(f"file not found: {shown}")
+    return resolved, shown
+
+
+def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:
+    """Resolve and read a regular file whole: (path, its display form, content), or the error
+    result explaining why not (missing, a folder, a FIFO or device: never blocks)."""
+    found = _resolve_file(workspace, path)
+    if isinstance(found, ToolResult):
+        return found
+    resolved, shown = found
     try:
-        if not resolved.exists():
-            return _error(f"file not found: {shown}")
-        if not resolved.is_file():
-            return _error(f"{shown} is not a regular file")
-        return resolved, shown, resolved.read_bytes()
+        handle, _size = open_for_reading(resolved)
+        with handle:
+            return resolved, shown, handle.read()
+    except SpecialFileError as error:
+        return _error(f"{shown} is {error}")
     except OSError as error:
         return _os_error("read", shown, error)
 
@@ -87,42 +91,28 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
 # --- read_file -----------------------------------------------------------------------------------
 
 
-def _read_file(
-    workspace: Workspace, max_chars: int, arguments: dict[str, Any]
-) -> ToolResult:
+def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) -> ToolResult:
     offset = arguments.get("offset")
     limit = arguments.get("limit")
     if offset is not None and int(offset) < 1:
         return _error("offset is a 1-based line number and must be at least 1")
     if limit is not None and int(limit) < 1:
         return _error("limit is a number of lines and must be at least 1")
-    found = _read_existing_file(workspace, str(arguments["path"]))
+    found = _resolve_file(workspace, str(arguments["path"]))
     if isinstance(found, ToolResult):
         return found
-    _resolved, shown, data = found
-    file = decode_file(data)
-    if file is None:
-        return _error(f"{shown} is a binary file ({len(data)} bytes); not shown")
-    text = display_text(file)
-    if not text:
-        return ToolResult(f"({shown} is empty)")
-    if offset is None and limit is None:
-        result = cap(text, max_chars)
-        if len(result) < len(text):
-            result += "\n[file shortened; read parts of it with offset and limit (lines)]"
-        return ToolResult(result)
-    lines = _LINE.findall(text)
-    first = int(offset) if offset is not None else 1
-    if first > len(lines):
-        return _error(f"offset {first} is past the end of {shown} ({len(lines)} lines)")
-    last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
-    result = cap("".join(lines[first - 1 : last]), max_chars)
-    if last < len(lines):
-        result += (
-            f"\n[lines {first}-{last} of {len(lines)}; "
-            f"continue with offset={last + 1}]"
-        )
-    return ToolResult(result)
+    resolved, shown = found
+    try:
+        handle, size = open_for_reading(resolved)
+        with handle:
+            first = None if offset is None else int(offset)
+            count = None if limit is None else int(limit)
+            result = read_shown(handle, size, shown, max_chars, first, count, current_redactor())
+    except SpecialFileError as error:
+        return _error(f"{shown} is {error}")
+    except OSError as error:
+        return _os_error("read", shown, error)
+    return ToolResult(result.text, result.is_error)
 
 
 def read_file_tool(workspace: Workspace, max_chars: int) -> Tool:
@@ -188,13 +178,11 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
         # mkdir may have raced with a symlink swap: check the parent again before writing.
         if not workspace.contains(resolved.parent.resolve()):
             return _error(f"refused: the folder of {path!r} resolves outside the workspace")
-        _write_bytes(resolved, data)
+        write_bytes(resolved, data)
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
-    return ToolResult(
-        f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})"
-    )
+    return ToolResult(f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})")
 
 
 def write_file_tool(workspace: Workspace) -> Tool:
@@ -291,7 +279,7 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except EncodingProblem as problem:
         return _error(f"cannot edit {shown}: {problem}")
     try:
-        _write_bytes(resolved, encoded)
+        write_bytes(resolved, encoded)
     except OSError as error:
         return _os_error("write", shown, error)
     line = text.count("\n", 0, index) + 1
@@ -415,7 +403,7 @@ class _Listing:
             lines.append("[cancelled]")
         elif self.stopped:
             lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
-        return ToolResult(cap("\n".join(lines + self.problems), max_chars))
+        return ToolResult(cap(current_redactor()("\n".join(lines + self.problems)), max_chars))
 
 
 def _list_dir(

@@ -79,7 +79,8 @@ class Workspace:
 
         Args:
             path: relative to the workspace root, or absolute (then it must lie inside the root).
-                ``""`` means the root.
+                ``""`` means the root. A leading ``~`` is an ordinary character (``~x`` is the
+                file ``~x`` in the workspace), never the home folder.
 
         Returns:
             The resolved absolute path (symlinks followed). It need not exist; when it does not,
@@ -91,7 +92,7 @@ class Workspace:
             OutsideWorkspaceError: the path resolves outside the root, or cannot be resolved
                 (embedded NUL, a symlink loop).
         """
-        candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
+        candidate = Path(path)  # "~" is never expanded: "~notes.txt" is a file in the workspace
         if not candidate.is_absolute():
             candidate = self.root / candidate
         try:

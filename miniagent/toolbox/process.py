@@ -89,35 +89,33 @@ class ToolTimeout:
 
     Every tool that stops a child after a time uses one of these, so the model sees one
     vocabulary: the input ``timeout`` (a positive number of seconds), ``INVALID`` when it is not
-    one, ``[timeout lowered to the maximum of N s]`` when it is above the maximum, and
+    a finite one, ``[timeout lowered to the maximum of N s]`` when it is above the maximum, and
     ``[timed out after N s]`` (``timed_out``) in the result.
 
     Args:
         default: seconds when the input gives none.
-        maximum: the largest accepted; larger values (infinity included) are lowered to it.
+        maximum: the largest accepted; larger finite values are lowered to it.
     """
 
     default: float
     maximum: float
-    INVALID: ClassVar[str] = "timeout must be a positive number of seconds"
+    INVALID: ClassVar[str] = "timeout must be a positive, finite number of seconds"
 
     def resolve(self, raw: Any) -> tuple[float | None, list[str]]:
         """Return the timeout asked for (``raw``: a number or ``None``) and notes for the result.
 
         Returns:
-            ``(seconds, notes)``; ``(None, [])`` when ``raw`` is not a positive number (zero,
-            negative, NaN): the caller answers ``INVALID``. An integer too large for a float
-            counts as infinity.
+            ``(seconds, notes)``; ``(None, [])`` when ``raw`` is not a positive finite number
+            (zero, negative, NaN, infinity or ``1e400``, an integer too large for a float): the
+            caller answers ``INVALID``. A finite value above ``maximum`` is lowered to it.
         """
         if raw is None:
             return self.default, []
         try:
             timeout = float(raw)
-        except OverflowError:
-            timeout = math.inf
-        except (TypeError, ValueError):
+        except (OverflowError, TypeError, ValueError):  # OverflowError: an int such as 10**400
             return None, []
-        if not timeout > 0:  # also refuses NaN, which would make the deadline never pass
+        if not 0 < timeout < math.inf:  # also refuses NaN, which would make the deadline never pass
             return None, []
         if timeout > self.maximum:
             return self.maximum, [f"[timeout lowered to the maximum of {self.maximum:g} s]"]

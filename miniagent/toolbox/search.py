@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._text import cap, omission_note
+from .._redaction import Redactor
+from .._text import cap, omission_note, shorten
 from ..tools import Tool, ToolResult
-from .environment import scrubbed_environ
+from .environment import current_redactor, scrubbed_environ
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
 from .output import BINARY_SNIFF_BYTES, decode
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_MATCHES",
     "MAX_LINE_CHARS",
     "MAX_FILE_BYTES",
+    "WORKER_MEMORY_BYTES",
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_TIMEOUT_SECONDS",
 ]
@@ -45,6 +47,9 @@ __all__ = [
 MAX_MATCHES = 1000
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 20 * 1024 * 1024
+WORKER_MEMORY_BYTES = 192 * 1024 * 1024
+"""Address-space limit of the search child: a pattern that backtracks on a long line cannot grow
+it past this; that file is skipped and the result says so."""
 GREP_TIMEOUT = ToolTimeout(default=30.0, maximum=300.0)
 """The ``timeout`` input of ``grep``, in seconds."""
 DEFAULT_TIMEOUT_SECONDS = GREP_TIMEOUT.default
@@ -89,8 +94,9 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         return ToolResult(GREP_TIMEOUT.INVALID, is_error=True)
     try:
         re.compile(pattern)
-    except re.error as error:
-        return ToolResult(f"invalid regular expression {pattern!r}: {error}", is_error=True)
+    except (re.error, OverflowError, RecursionError, ValueError, MemoryError) as error:
+        # OverflowError: a{9999999999}; RecursionError: hundreds of nested groups.
+        return ToolResult(f"invalid regular expression {shorten(repr(pattern), 200)}: {error}", is_error=True)
     try:
         top = workspace.resolve(str(arguments.get("path", ".")))
     except OutsideWorkspaceError as error:
@@ -113,6 +119,7 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         "max_file_bytes": MAX_FILE_BYTES,
         "sniff_bytes": BINARY_SNIFF_BYTES,
         "skipped_folders": list(_SKIPPED_FOLDERS),
+        "max_memory_bytes": WORKER_MEMORY_BYTES,
     }
     return _Search(pattern, timeout, notes, request)
 
@@ -138,12 +145,13 @@ def _run_worker(
         return ToolResult(f"cannot run the search: {error}", is_error=True)
 
 
-def _match_line(match: dict[str, Any]) -> str:
+def _match_line(match: dict[str, Any], redact: Redactor) -> str:
     """``path:line_number: text`` of one match; a cut line shows its window with the one marker
-    on each cut side and ``[match at column N]``."""
-    text = str(match["text"])
+    on each cut side and ``[match at column N]``. Secrets are hidden in the text, and their
+    parts at the window's cut edges."""
     if "column" not in match:
-        return f"{match['path']}:{match['line']}: {text}"
+        return f"{match['path']}:{match['line']}: {redact(str(match['text']))}"
+    text = redact.edges(str(match["text"]), start=bool(match["before"]), end=bool(match["after"]))
     if match["before"]:
         text = f"{omission_note(int(match['before']))} {text}"
     if match["after"]:
@@ -152,7 +160,9 @@ def _match_line(match: dict[str, Any]) -> str:
 
 
 def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | None, str]:
-    """Split the child's output into match lines, the final summary (if any) and other text."""
+    """Split the child's output into match lines (secrets hidden: ``_match_line``), the final
+    summary (if any) and other text."""
+    redact = current_redactor()
     data = outcome.output.complete()
     if data is None:
         return [], None, "the search output was too large"
@@ -168,7 +178,7 @@ def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | N
             other.append(decode(raw))
             continue
         if kind == "match":
-            matches.append(_match_line(value))
+            matches.append(_match_line(value, redact))
         elif kind == "done":
             summary = value
     return matches, summary, "\n".join(other)
@@ -202,6 +212,12 @@ def _grep(
         return outcome
     matches, summary, other = _read_worker(outcome)
     if outcome.stopped is None and (outcome.returncode != 0 or summary is None):
+        if "MemoryError" in other:
+            return ToolResult(
+                f"the search ran out of memory (its limit is {WORKER_MEMORY_BYTES // 2**20} MB); "
+                "narrow the path or glob, or simplify the pattern",
+                is_error=True,
+            )
         detail = cap(other.strip() or "no output", 2000)
         return ToolResult(f"the search failed (exit status {outcome.returncode}): {detail}", is_error=True)
     lines = [*search.notes, *(matches or [f"no matches for {search.pattern!r}"]), *_summary_notes(summary)]

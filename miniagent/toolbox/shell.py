@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._redaction import redactor
+from .._redaction import Redactor
 from ..tools import Tool, ToolResult
 from .environment import scrubbed_environ, secret_values
 from .paths import Workspace
@@ -95,7 +95,7 @@ def run_shell(
         OSError: the shell could not be started (e.g. ``cwd`` is gone).
     """
     child_env = scrubbed_environ() if env is None else dict(env)
-    redact = redactor(secret_values(os.environ, child_env))
+    redact = Redactor(secret_values(os.environ, child_env))
     outcome = run_process(
         ["/bin/sh", "-c", command],
         cwd,

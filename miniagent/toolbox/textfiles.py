@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 from .output import is_binary
 
-__all__ = ["TextFile", "EncodingProblem", "decode_file", "encode_edit", "display_text", "normalise_edit"]
+__all__ = [
+    "TextFile",
+    "EncodingProblem",
+    "sniff_encoding",
+    "decode_file",
+    "encode_edit",
+    "display_text",
+    "normalise_edit",
+]
 
 _MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -62,6 +70,15 @@ class TextFile:
         """The encoding as shown to the model, e.g. ``UTF-16-LE with a byte order mark``."""
         name = self.codec.upper()
         return f"{name} with a byte order mark" if self.mark else name
+
+
+def sniff_encoding(start: bytes) -> tuple[str, bytes] | None:
+    """``(codec, mark)`` of a file from its first bytes (at least ``BINARY_SNIFF_BYTES`` when it
+    is that long), or ``None`` when it is binary (module docstring)."""
+    for mark, codec in _MARKS:
+        if start.startswith(mark):
+            return codec, mark
+    return None if is_binary(start) else ("utf-8", b"")
 
 
 def decode_file(data: bytes) -> TextFile | None:
