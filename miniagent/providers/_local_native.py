@@ -38,10 +38,9 @@ from ..messages import ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent
 from . import _local_prompt
 from ._client import HTTPClient
-from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
-from ._retry import RetryPolicy
 from .sse import SSEEvent
 
 if TYPE_CHECKING:
@@ -92,9 +91,9 @@ class LocalChatClient(HTTPClient):
         allow_answer_first: whether the first reply to a user message may be a text answer;
             ``False`` (default) forces a tool call there (the 135M model otherwise often
             invents an answer); answers follow tool results.
-        timeout, connect_timeout, stream_timeout, max_retries, retry: as for
-            ``OpenAIChatClient`` (seconds; ``stream_timeout`` bounds one whole reply and raises
-            ``ProviderError`` kind ``"stream_timeout"``).
+        settings: the HTTP settings (``HTTPSettings``: ``stream_timeout`` bounds one whole
+            reply and raises ``ProviderError`` kind ``"stream_timeout"``, ``read_timeout``,
+            ``retry``...), as for ``OpenAIChatClient``.
 
     Attributes:
         last_stats: what llama.cpp reported for the last finished reply: ``prompt_tokens``,
@@ -113,31 +112,15 @@ class LocalChatClient(HTTPClient):
         self,
         server: LocalServer,
         *,
+        settings: HTTPSettings | None = None,
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         allow_answer_first: bool = False,
-        timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        stream_timeout: float | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
     ) -> None:
         """Configure the client; no request is made until ``stream``."""
         from .local import DEFAULT_MAX_OUTPUT_TOKENS
 
-        super().__init__(
-            server.alias,
-            server.base_url,
-            None,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_timeout=stream_timeout,
-            max_retries=max_retries,
-            retry=retry,
-            temperature=temperature,
-            extra_body=None,
-            headers=None,
-        )
+        super().__init__(server.alias, server.base_url, None, settings=settings, temperature=temperature)
         self.server = server
         self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
         self.allow_answer_first = allow_answer_first
