@@ -128,6 +128,17 @@ class Options:
         Optional[Path],  # noqa: UP045
         typer.Option("--log-file", dir_okay=False, metavar="PATH", help="Append debug logs to PATH."),
     ] = None
+    mcp_config: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--mcp-config",
+            exists=True,
+            dir_okay=False,
+            metavar="FILE",
+            help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
+            "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         self.workspace = (self.workspace or Path.cwd()).resolve()

@@ -45,6 +45,7 @@ from .signals import SignalCancel
 from .terminal import is_terminal
 
 if TYPE_CHECKING:
+    from ..mcp import MCPServerBase
     from ..model import ModelClient
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
@@ -112,6 +113,7 @@ class Runner:
         self.display = display
         self.client: ModelClient | None = None
         self.tools: list[Tool] = []
+        self.mcp_servers: list[MCPServerBase] = []  # started by open(), stopped by close()
         self.policy: BeforeToolCall | None = None
         self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
         self.system = ""
@@ -155,11 +157,12 @@ class Runner:
         return load_session(self.options.session)
 
     def open(self) -> None:
-        """Create the tools, the approval policy and the model client (imports the toolbox and
-        providers now).
+        """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
+        model client (imports the toolbox and providers now).
 
         Raises:
-            MiniagentError, OSError, ImportError: the client could not be created.
+            MiniagentError, OSError, ImportError: the client could not be created, or an MCP
+                server could not be started (``MCPError``).
             KeyboardInterrupt: Ctrl-C while the client was starting.
         """
         self._make_tools()
@@ -185,6 +188,7 @@ class Runner:
             workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
         )
         self._stop_commands = kill_running_children  # commands, grep, MCP servers
+        self.tools += self._mcp_tools([t.name for t in self.tools])
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":
@@ -195,6 +199,28 @@ class Runner:
         else:
             self.policy = ask_on_terminal(self.tools)
         self.system = self.options.system or default_system_prompt(workspace, self.tools)
+
+    def _mcp_tools(self, reserved: list[str]) -> list[Tool]:
+        """Start the ``--mcp-config`` servers (in order) and return their tools; a name that
+        collides with ``reserved`` or another server's becomes ``SERVER__TOOL``. Their results are
+        capped like the built-in tools' (``tool_output_chars``).
+
+        Raises:
+            MCPError: a server could not be started or listed (the error names it).
+            KeyboardInterrupt: Ctrl-C while a server was starting (``close`` stops the started).
+        """
+        if not self.options.mcp_config:
+            return []
+        from ..mcp import load_mcp_config, mcp_tools
+
+        for path in self.options.mcp_config:
+            for name, server in load_mcp_config(path).items():
+                server.max_result_chars = tool_output_chars(self.options.context_max_chars)
+                self.mcp_servers.append(server)
+                self.display.progress(f"starting MCP server {name}")
+                server.start()
+        self.display.idle()
+        return mcp_tools(self.mcp_servers, reserved=reserved)
 
     def _create_client(self, provider: str) -> ModelClient:
         from ..providers import create_client
@@ -210,7 +236,8 @@ class Runner:
         )
 
     def close(self) -> None:
-        """Stop the spinner and close the client (stops a local server).
+        """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
+        group: about 1 s at most per server) and close the client (stops a local server).
 
         A local server finishes the prompt it is evaluating before it stops, which can take many
         seconds after a cancel. The close runs in a thread; if it is not done within
@@ -218,6 +245,10 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        servers, self.mcp_servers = self.mcp_servers, []
+        for server in servers:  # closes stdin, then stops the process group
+            with contextlib.suppress(KeyboardInterrupt):
+                server.close()
         client, self.client = self.client, None
         closer = getattr(client, "close", None)
         if callable(closer):
