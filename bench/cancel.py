@@ -48,9 +48,11 @@ def _trial(start_run: Callable[[threading.Event, threading.Event], Any]) -> floa
 
 def _case_socket(base_url: str) -> Callable[[threading.Event, threading.Event], Any]:
     from miniagent import run_agent
-    from miniagent.providers import OpenAIChatClient
+    from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
 
-    client = OpenAIChatClient("gpt-4o-mini", base_url=base_url, max_retries=0)
+    no_retry = HTTPSettings(retry=RetryPolicy(max_retries=0))
+
+    client = OpenAIChatClient("gpt-4o-mini", base_url=base_url, settings=no_retry)
 
     def start(cancel: threading.Event, blocked: threading.Event) -> Any:
         return run_agent(

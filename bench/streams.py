@@ -207,9 +207,11 @@ def _request() -> Any:
 
 
 def _mini_openai(base: str) -> Callable[[], int]:
-    from miniagent.providers import OpenAIChatClient
+    from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
 
-    client = OpenAIChatClient("gpt-4o-mini", base_url=base, max_retries=0)
+    no_retry = HTTPSettings(retry=RetryPolicy(max_retries=0))
+
+    client = OpenAIChatClient("gpt-4o-mini", base_url=base, settings=no_retry)
     request = _request()
 
     def run() -> int:
@@ -219,9 +221,11 @@ def _mini_openai(base: str) -> Callable[[], int]:
 
 
 def _mini_anthropic(base: str) -> Callable[[], int]:
-    from miniagent.providers import AnthropicClient
+    from miniagent.providers import AnthropicClient, HTTPSettings, RetryPolicy
 
-    client = AnthropicClient("claude-sonnet-4-5", base_url=base, max_retries=0)
+    no_retry = HTTPSettings(retry=RetryPolicy(max_retries=0))
+
+    client = AnthropicClient("claude-sonnet-4-5", base_url=base, settings=no_retry)
     request = _request()
 
     def run() -> int:
@@ -444,12 +448,14 @@ def run(report: Report, quick: bool) -> None:
 def _first_event_maker(api: str, label: str, base: str) -> Callable[[], Iterable[Any]]:
     """A callable that opens one stream and returns its iterator (the request starts there)."""
     if label.startswith("miniagent"):
-        from miniagent.providers import AnthropicClient, OpenAIChatClient
+        from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
+
+        no_retry = HTTPSettings(retry=RetryPolicy(max_retries=0))
 
         client: Any = (
-            OpenAIChatClient("gpt-4o-mini", base_url=base, max_retries=0)
+            OpenAIChatClient("gpt-4o-mini", base_url=base, settings=no_retry)
             if api == "openai"
-            else AnthropicClient("claude-sonnet-4-5", base_url=base, max_retries=0)
+            else AnthropicClient("claude-sonnet-4-5", base_url=base, settings=no_retry)
         )
         request = _request()
         return lambda: client.stream(request)

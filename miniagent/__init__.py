@@ -25,7 +25,7 @@ from .model import (
 from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr:)
 
 __all__ = [
     "Approval",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
-from .messages import Message, ToolCall
+from .messages import MISSING_RESULT, Message, ToolCall
 from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
 from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
@@ -43,7 +43,7 @@ __all__ = [
     "TOOL_EXECUTION_FAILED",
     "APPROVAL_FAILED",
     "NOT_APPROVED",
-    "INTERRUPTED_CALL",
+    "MISSING_RESULT",
 ]
 
 StopReason = Literal["complete", "max_turns", "aborted"]
@@ -55,8 +55,6 @@ NOT_EXECUTED_AFTER_FAILURE = "not executed after an earlier failure"
 TOOL_EXECUTION_FAILED = "tool execution failed"
 APPROVAL_FAILED = "approval failed"
 NOT_APPROVED = "tool call not approved"
-# Resume repair: a restored call that never got a result (the process died in between).
-INTERRUPTED_CALL = "no result recorded: the run was interrupted before this call finished"
 
 _EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "aborted": 130}
 
@@ -350,7 +348,8 @@ class _Loop:
 
     def answer_interrupted_calls(self) -> None:
         """Resume repair: answer calls of the restored history's last assistant message that
-        have no result (the previous process died between commit and result)."""
+        have no result (the previous process died between commit and result) with the error
+        result ``MISSING_RESULT``."""
         answered: set[str] = set()
         for message in reversed(self.messages):
             if message.role == "tool":
@@ -360,7 +359,7 @@ class _Loop:
             if message.role == "assistant":
                 for call in message.tool_calls:
                     if call.id not in answered:
-                        self.record_result(call, INTERRUPTED_CALL, is_error=True)
+                        self.record_result(call, MISSING_RESULT, is_error=True)
             return
 
     def stop(self, reason: StopReason) -> RunResult:

@@ -19,10 +19,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Role", "ToolCall", "Message", "message_to_json", "message_from_json", "json_text", "json_utf8"]
+__all__ = [
+    "Role",
+    "ToolCall",
+    "Message",
+    "MISSING_RESULT",
+    "message_to_json",
+    "message_from_json",
+    "json_text",
+    "json_utf8",
+]
 
 Role = Literal["user", "assistant", "tool"]
 _ROLES = frozenset(("user", "assistant", "tool"))
+
+MISSING_RESULT = "no result was recorded for this tool call"
+"""The one repair text for a call that has no tool message: the error result the loop records on
+resume (the previous process died between the call and its result) and the one a provider adds
+when it pairs a trimmed or foreign history for its API."""
 
 
 @dataclass(frozen=True, slots=True)

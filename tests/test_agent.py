@@ -26,7 +26,7 @@ from miniagent import (
     run_agent,
     tool,
 )
-from miniagent.agent import INTERRUPTED_CALL
+from miniagent.messages import MISSING_RESULT
 from miniagent.testing import ScriptedClient
 from tests.helpers import assert_every_call_answered_once, recording_tool
 
@@ -534,7 +534,7 @@ def test_ctrl_c_during_a_tool_then_resume_sends_every_call_answered(tmp_path: Pa
     result = run(client, session_path=session, user="go on")
     sent = list(client.requests[0].messages)
     assert_every_call_answered_once(sent)
-    assert sent[3] == Message("tool", INTERRUPTED_CALL, tool_call_id="c2", is_error=True)
+    assert sent[3] == Message("tool", MISSING_RESULT, tool_call_id="c2", is_error=True)
     assert sent[4] == Message("user", "go on")
     assert load_session(session) == result.messages
     assert_every_call_answered_once(load_session(session))

@@ -31,7 +31,7 @@ from miniagent.cli import (
     run_cli,
     session_folder,
 )
-from miniagent.toolbox.shell import _group_alive
+from miniagent.toolbox.process import group_alive
 from tests.cli_helpers import (
     STALL,
     FakeOpenAI,
@@ -362,7 +362,7 @@ def test_second_sigint_exits_at_once(tmp_path: Path, workspace: Path) -> None:
             child.send_signal(signal.SIGINT)
             stdout, _ = child.communicate(timeout=5)
             deadline = time.monotonic() + 5
-            while _group_alive(pgid):  # the CLI killed its command on the way out
+            while group_alive(pgid):  # the CLI killed its command on the way out
                 assert time.monotonic() < deadline, "the command outlived the CLI"
                 time.sleep(0.02)
         finally:
@@ -657,7 +657,7 @@ def test_sighup_during_a_command_stops_it_and_closes_the_calls(tmp_path: Path, w
             child.kill()
     assert child.returncode == 129
     deadline = time.monotonic() + 5
-    while _group_alive(pgid):
+    while group_alive(pgid):
         assert time.monotonic() < deadline, "the command outlived the CLI"
         time.sleep(0.02)
     assert_every_call_answered_once(load_session(session))

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .._redaction import redact
+from .._text import shorten
 from ..errors import ProviderError
 
 __all__ = [
@@ -50,33 +52,14 @@ RETRYABLE_KINDS = frozenset(
 )
 """Provider error types (Anthropic ``error.type``, OpenAI ``error.type``/``code``) worth a retry."""
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
-_API_KEY_FIELD = re.compile(r"(?i)((?:x-api-key|api[-_]key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
 _SPACES = re.compile(r"\s+")
 _TAGS = re.compile(r"<[^>]*>")
 
 
 def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """Return ``text`` cut to at most ``limit`` characters (plus a marker when cut)."""
-    return text if len(text) <= limit else text[:limit] + " ...[truncated]"
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Remove credentials from ``text``.
-
-    Args:
-        text: any text that may echo request headers (error bodies, exception texts).
-        secrets: exact strings to hide (the API key); empty or ``None`` entries are skipped.
-
-    Returns:
-        ``text`` with every secret, ``Bearer`` token and ``x-api-key``/``authorization`` value
-        replaced by ``***``.
-    """
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    text = _BEARER.sub(r"\1***", text)
-    return _API_KEY_FIELD.sub(r"\1***", text)
+    """Return ``text`` cut to at most ``limit`` characters, with the one marker when cut
+    (``_text.shorten``)."""
+    return shorten(text, limit)
 
 
 def error_details(body: bytes, secrets: Iterable[str | None] = ()) -> tuple[str, str | None]:

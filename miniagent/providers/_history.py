@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..messages import Message
+from ..messages import MISSING_RESULT, Message
 
-__all__ = ["MISSING_RESULT", "pair_tool_messages"]
-
-MISSING_RESULT = "no result was recorded for this tool call"
-"""Content of the error result added for a call that has no tool message in the history."""
+__all__ = ["pair_tool_messages"]
 
 
 def pair_tool_messages(messages: Iterable[Message]) -> list[Message]:

@@ -8,7 +8,7 @@ https://docs.anthropic.com/en/docs/build-with-claude/streaming (events ``message
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,11 +16,10 @@ from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
-from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ._config import HTTPSettings
 from ._decode import load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
-from ._retry import RetryPolicy
 from .sse import SSEEvent
 
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
@@ -47,17 +46,9 @@ class AnthropicClient(HTTPClient):
         api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``. A server on
             localhost/loopback needs none (and never gets the environment key).
         max_tokens: the required output token limit (``max_tokens``).
-        timeout: read timeout in seconds (longest silence between reads), default 600.
-        connect_timeout: connect timeout in seconds, default 10.
-        stream_timeout: most seconds one response may take in all (a stream that never ends,
-            a slow drip); ``None`` (default): no limit. Checked between reads: a silent server
-            is bounded by ``timeout``. Exceeding it raises ``ProviderError`` (kind
-            ``"stream_timeout"``).
-        max_retries: retries of a request that failed before its first event (default 3).
-        retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
+        settings: the HTTP settings (``HTTPSettings``: read, connect and stream timeouts,
+            retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
         temperature: sent when given.
-        extra_body: extra JSON fields merged into every request body.
-        headers: extra HTTP headers (e.g. ``anthropic-beta``).
 
     Raises:
         ProviderError: no API key for a non-local server.
@@ -74,28 +65,16 @@ class AnthropicClient(HTTPClient):
         api_key: str | None = None,
         max_tokens: int = 4096,
         *,
-        timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        stream_timeout: float | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
+        settings: HTTPSettings | None = None,
         temperature: float | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
             model,
             base_url,
             api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_timeout=stream_timeout,
-            max_retries=max_retries,
-            retry=retry,
+            settings=settings,
             temperature=temperature,
-            extra_body=extra_body,
-            headers=headers,
         )
         if self.base_url.endswith("/v1"):  # the OpenAI-style root: "/v1" is added per request
             self.base_url = self.base_url[: -len("/v1")]
@@ -272,6 +251,112 @@ def _block_index(data: dict[str, Any]) -> int:
     return index if type(index) is int else -1
 
 
+class _MessageStream:
+    """The state of one Messages API response being mapped: one method per event kind.
+
+    Invariants: ``blocks`` holds the open ``tool_use`` blocks by index; a finished call waits in
+    ``held`` (and so does every call after it) while its JSON is empty or broken, so that a call
+    cut by ``max_tokens`` is never emitted; ``stop_reason`` is the last ``message_delta``'s.
+    """
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.secrets = secrets
+        self.blocks: dict[int, _ToolBlock] = {}
+        self.held: list[_ToolBlock] = []
+        self.stop_reason: str | None = None
+        self.handlers: dict[str, Callable[[dict[str, Any]], ModelEvent | None]] = {
+            "content_block_delta": self.block_delta,
+            "content_block_start": self.block_start,
+            "content_block_stop": self.block_stop,
+            "message_delta": self.message_delta,
+            "error": self.error,
+        }
+
+    def block_start(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``content_block_start``: open a ``tool_use`` block; a ``text`` block's initial text."""
+        start = data.get("content_block")
+        if not isinstance(start, dict):
+            return None
+        kind = start.get("type")
+        if kind == "tool_use":
+            initial = start.get("input")
+            self.blocks[_block_index(data)] = _ToolBlock(
+                str(start.get("id") or ""),
+                str(start.get("name") or ""),
+                initial if isinstance(initial, dict) else {},
+            )
+        elif kind == "text":
+            text = start.get("text")
+            if text and isinstance(text, str):
+                return TextEvent(text)
+        return None
+
+    def block_delta(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``content_block_delta``: a ``text_delta`` becomes a ``TextEvent``; an
+        ``input_json_delta`` piece is added to its ``tool_use`` block."""
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
+            return None
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if text and isinstance(text, str):
+                return TextEvent(text)
+        elif kind == "input_json_delta":
+            block = self.blocks.get(_block_index(data))
+            piece = delta.get("partial_json")
+            if block is not None and isinstance(piece, str):
+                block.parts.append(piece)
+        return None
+
+    def block_stop(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``content_block_stop``: a whole ``tool_use`` block becomes a ``ToolCallEvent``."""
+        block = self.blocks.pop(_block_index(data), None)
+        if block is None:
+            return None
+        if self.held or not block.complete():
+            self.held.append(block)
+            return None
+        return ToolCallEvent(block.call())
+
+    def message_delta(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``message_delta``: remember the ``stop_reason``."""
+        delta = data.get("delta")
+        reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+        if reason and isinstance(reason, str):
+            self.stop_reason = reason
+        return None
+
+    def error(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``error``: raise it as a ``ProviderError``."""
+        raise in_stream_error(PROVIDER, data, self.secrets)
+
+    def finish(self, stopped: bool) -> Iterator[ModelEvent]:
+        """The calls still pending, in order, then ``DoneEvent``; ``stopped``: ``message_stop``
+        was seen.
+
+        Raises:
+            ProviderError: no ``message_stop`` and no stop reason (retryable); ``max_tokens``
+                while a call is cut.
+        """
+        if not stopped and self.stop_reason is None:
+            raise ProviderError(
+                f"{PROVIDER} stream ended before the message was complete (no message_stop)",
+                retryable=True,
+            )
+        pending = self.held + [self.blocks[i] for i in sorted(self.blocks)]
+        if self.stop_reason == "max_tokens" and pending:
+            raise ProviderError(
+                f"{PROVIDER} output token limit reached (stop_reason 'max_tokens') while the model "
+                f"was writing tool call {pending[0].name or '?'!r}; the call was dropped. "
+                "Raise max_tokens or ask for shorter arguments.",
+                kind="max_tokens",
+            )
+        for block in pending:
+            yield ToolCallEvent(block.call())
+        yield DoneEvent(self.stop_reason)
+
+
 def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
     """Map Messages API stream events to model events.
 
@@ -293,9 +378,8 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
             ``stop_reason: "max_tokens"`` while a tool call is cut; the stream ended before a
             stop reason (retryable).
     """
-    blocks: dict[int, _ToolBlock] = {}
-    held: list[_ToolBlock] = []
-    stop_reason: str | None = None
+    state = _MessageStream(secrets)
+    handlers = state.handlers
     stopped = False
     for event in events:
         if event.event == "ping":
@@ -304,65 +388,12 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
         if not isinstance(data, dict):
             continue
         kind = data.get("type") or event.event
-        if kind == "content_block_delta":
-            delta = data.get("delta")
-            if not isinstance(delta, dict):
-                continue
-            delta_type = delta.get("type")
-            if delta_type == "text_delta":
-                text = delta.get("text")
-                if text and isinstance(text, str):
-                    yield TextEvent(text)
-            elif delta_type == "input_json_delta":
-                block = blocks.get(_block_index(data))
-                piece = delta.get("partial_json")
-                if block is not None and isinstance(piece, str):
-                    block.parts.append(piece)
-        elif kind == "content_block_start":
-            start = data.get("content_block")
-            if not isinstance(start, dict):
-                continue
-            if start.get("type") == "tool_use":
-                initial = start.get("input")
-                blocks[_block_index(data)] = _ToolBlock(
-                    str(start.get("id") or ""),
-                    str(start.get("name") or ""),
-                    initial if isinstance(initial, dict) else {},
-                )
-            elif start.get("type") == "text":
-                text = start.get("text")
-                if text and isinstance(text, str):
-                    yield TextEvent(text)
-        elif kind == "content_block_stop":
-            block = blocks.pop(_block_index(data), None)
-            if block is not None:
-                if held or not block.complete():
-                    held.append(block)
-                else:
-                    yield ToolCallEvent(block.call())
-        elif kind == "message_delta":
-            delta = data.get("delta")
-            reason = delta.get("stop_reason") if isinstance(delta, dict) else None
-            if reason and isinstance(reason, str):
-                stop_reason = reason
-        elif kind == "message_stop":
+        if kind == "message_stop":
             stopped = True
             break
-        elif kind == "error":
-            raise in_stream_error(PROVIDER, data, secrets)
-    if not stopped and stop_reason is None:
-        raise ProviderError(
-            f"{PROVIDER} stream ended before the message was complete (no message_stop)",
-            retryable=True,
-        )
-    pending = held + [blocks[i] for i in sorted(blocks)]
-    if stop_reason == "max_tokens" and pending:
-        raise ProviderError(
-            f"{PROVIDER} output token limit reached (stop_reason 'max_tokens') while the model "
-            f"was writing tool call {pending[0].name or '?'!r}; the call was dropped. "
-            "Raise max_tokens or ask for shorter arguments.",
-            kind="max_tokens",
-        )
-    for block in pending:
-        yield ToolCallEvent(block.call())
-    yield DoneEvent(stop_reason)
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            out = handler(data)
+            if out is not None:
+                yield out
+    yield from state.finish(stopped)
