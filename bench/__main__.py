@@ -11,7 +11,18 @@ from pathlib import Path
 
 from .common import ROOT, Report, Section, load_average, machine, versions
 
-SECTIONS = ("startup", "loop", "sessions", "streams", "cancel", "memory", "mcp_client", "local_model")
+SECTIONS = (
+    "startup",
+    "oneshot",
+    "loop",
+    "sessions",
+    "streams",
+    "cancel",
+    "memory",
+    "mcp_client",
+    "local_model",
+    "tasks",
+)
 SETUP = (
     "python3 -m venv .bench-venv && .bench-venv/bin/pip install -e '.[all]' -r bench/requirements.txt "
     "&& .bench-venv/bin/python -m bench"

@@ -175,7 +175,7 @@ class _Loop:
             if tool.name in self.tools_by_name:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self.tools_by_name[tool.name] = tool
-        self.specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in tools)
+        self.specs = tuple(ToolSpec(t.name, t.description, t.input_schema, t.strict) for t in tools)
         self.client = client
         self.system = system
         self.cancel = cancel

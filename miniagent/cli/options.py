@@ -105,6 +105,17 @@ class Options:
         bool, typer.Option("--json", help="Write one JSON object per message and a final result line.")
     ] = False
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs on stderr.")] = False
+    mcp_config: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--mcp-config",
+            exists=True,
+            dir_okay=False,
+            metavar="FILE",
+            help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
+            "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         self.workspace = (self.workspace or Path.cwd()).resolve()

@@ -78,8 +78,9 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
         if not runner.output_lost():
             runner.report_stop(stop_reason)
         return runner.settle(code)
-    except KeyboardInterrupt:  # while the client was starting
-        runner.display.status("\nminiagent: aborted")
+    except KeyboardInterrupt:  # while the client was starting: nothing was sent
+        runner.display.finish_run("aborted", EXIT_SIGINT)
+        runner.display.status("\nminiagent: aborted (while the model was starting; nothing was sent)")
         return EXIT_SIGINT
     except Exception as error:
         return runner.fail(error)

@@ -38,6 +38,7 @@ from .signals import SignalCancel
 from .terminal import is_terminal
 
 if TYPE_CHECKING:
+    from ..mcp import MCPServerBase
     from ..model import ModelClient
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "error_text"]
@@ -84,6 +85,7 @@ class Runner:
         self.display = display
         self.client: ModelClient | None = None
         self.tools: list[Tool] = []
+        self.mcp_servers: list[MCPServerBase] = []  # started by open(), stopped by close()
         self.policy: BeforeToolCall | None = None
         self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
         self.system = ""
@@ -118,11 +120,12 @@ class Runner:
         return load_session(self.options.session)
 
     def open(self) -> None:
-        """Create the tools, the approval policy and the model client (imports the toolbox and
-        providers now).
+        """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
+        model client (imports the toolbox and providers now).
 
         Raises:
-            MiniagentError, OSError, ImportError: the client could not be created.
+            MiniagentError, OSError, ImportError: the client could not be created, or an MCP
+                server could not be started (``MCPError``).
             KeyboardInterrupt: Ctrl-C while the client was starting.
         """
         self._make_tools()
@@ -144,13 +147,39 @@ class Runner:
             workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
         )
         self._stop_commands = kill_running_children  # commands, grep, MCP servers
+        self.tools += self._mcp_tools([t.name for t in self.tools])
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":
-            self.policy = read_only(self.tools)
+            chosen = self.options.approve == "read-only"  # else the default without a terminal
+            self.policy = read_only(
+                self.tools, why="read-only tools were chosen" if chosen else "this run is non-interactive"
+            )
         else:
             self.policy = ask_on_terminal(self.tools)
         self.system = self.options.system or default_system_prompt(workspace, self.tools)
+
+    def _mcp_tools(self, reserved: list[str]) -> list[Tool]:
+        """Start the ``--mcp-config`` servers (in order) and return their tools; a name that
+        collides with ``reserved`` or another server's becomes ``SERVER__TOOL``. Their results are
+        capped like the built-in tools' (``tool_output_chars``).
+
+        Raises:
+            MCPError: a server could not be started or listed (the error names it).
+            KeyboardInterrupt: Ctrl-C while a server was starting (``close`` stops the started).
+        """
+        if not self.options.mcp_config:
+            return []
+        from ..mcp import load_mcp_config, mcp_tools
+
+        for path in self.options.mcp_config:
+            for name, server in load_mcp_config(path).items():
+                server.max_result_chars = tool_output_chars(self.options.context_max_chars)
+                self.mcp_servers.append(server)
+                self.display.progress(f"starting MCP server {name}")
+                server.start()
+        self.display.idle()
+        return mcp_tools(self.mcp_servers, reserved=reserved)
 
     def _create_client(self, provider: str) -> ModelClient:
         from ..providers import create_client
@@ -166,7 +195,8 @@ class Runner:
         )
 
     def close(self) -> None:
-        """Stop the spinner and close the client (stops a local server).
+        """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
+        group: about 1 s at most per server) and close the client (stops a local server).
 
         A local server finishes the prompt it is evaluating before it stops, which can take many
         seconds after a cancel. The close runs in a thread; if it is not done within
@@ -174,6 +204,10 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        servers, self.mcp_servers = self.mcp_servers, []
+        for server in servers:  # closes stdin, then stops the process group
+            with contextlib.suppress(KeyboardInterrupt):
+                server.close()
         client, self.client = self.client, None
         closer = getattr(client, "close", None)
         if callable(closer):
@@ -310,5 +344,18 @@ class Runner:
         self.display.idle()
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        self.display.error(error_text(error))
+        self.display.error(error_text(error) + self._recovery_hint(error))
         return EXIT_ERROR
+
+    def _recovery_hint(self, error: BaseException) -> str:
+        """How to get out when the server refused the run's first request (e.g. a prompt over its
+        context size) and the user message now sits in the session: ``""`` otherwise."""
+        session = self.options.session
+        refused = getattr(error, "status", None) in (400, 413, 422)
+        first = not any(m.role == "assistant" for m in self.display.run_messages)
+        if session is None or not refused or not first or not self.display.run_messages:
+            return ""
+        return (
+            f"; the prompt stays in the session: send less with --context-max-chars N, "
+            f"or drop it with: miniagent session pop {session}"
+        )
