@@ -245,7 +245,12 @@ def test_read_file_offset_limit(ws: Path, run: Run) -> None:
     assert run("read_file", path="n.txt", offset=9).content == "line 9\nline 10\n"
     past = run("read_file", path="n.txt", offset=11)
     assert past.is_error and "past the end" in past.content and "10 lines" in past.content
-    assert run("read_file", path="n.txt", offset=0).is_error
+    # offset 0: the input check refuses it (the schema's minimum), and so does the tool itself
+    read_file = tools_for(ws)["read_file"]
+    assert check_input(read_file.input_schema, {"path": "n.txt", "offset": 0}) == (
+        "input.offset: 0 is less than the minimum 1"
+    )
+    assert read_file.execute({"path": "n.txt", "offset": 0}, None).is_error
 
 
 def test_read_file_errors(ws: Path, run: Run) -> None:
@@ -383,7 +388,9 @@ def test_list_dir_depth(ws: Path, run: Run) -> None:
     assert run("list_dir", path="a/b").content == "a/b/c/"
     assert run("list_dir", path="top.txt").is_error
     assert run("list_dir", path="nope").is_error
-    assert run("list_dir", depth=0).is_error
+    list_dir = tools_for(ws)["list_dir"]  # depth 0: refused by the input check and by the tool
+    assert check_input(list_dir.input_schema, {"depth": 0}) == "input.depth: 0 is less than the minimum 1"
+    assert list_dir.execute({"depth": 0}, None).is_error
     (ws / "empty").mkdir()
     assert run("list_dir", path="empty").content == "(empty is empty)"
 
