@@ -357,7 +357,11 @@ class Transport:
                     "(stream_timeout)",
                     kind="stream_timeout",
                 )
-            yield from decoder.feed(chunk)
+            try:
+                events = decoder.feed(chunk)
+            except ProviderError as err:  # a line or event past the reader's cap
+                raise ProviderError(f"{self.provider}: {err}", kind=err.kind) from None
+            yield from events
         if cancel is not None and cancel.is_set():
             raise _Cancelled
         yield from decoder.close()
