@@ -38,11 +38,13 @@ def approve_all(call: ToolCall) -> Approval:
     return Approval(True)
 
 
-def read_only(tools: Iterable[Tool]) -> BeforeToolCall:
+def read_only(tools: Iterable[Tool], *, why: str = "this run is non-interactive") -> BeforeToolCall:
     """Return a policy that approves only tools with ``read_only`` set.
 
     Args:
         tools: the run's tools (their names and ``read_only`` flags are copied now).
+        why: why only read-only tools run, as the refusal says it (e.g. the CLI says
+            ``read-only tools were chosen`` when the user asked for it on a terminal).
 
     Returns:
         A ``BeforeToolCall``. A tool that is not read-only is refused with a reason like
@@ -58,8 +60,8 @@ def read_only(tools: Iterable[Tool]) -> BeforeToolCall:
             return Approval(True)
         return Approval(
             False,
-            f"refused: {call.name} may change files or run commands and this run is "
-            "non-interactive (read-only approval). Answer with what you would change instead, "
+            f"refused: {call.name} may change files or run commands and {why} "
+            "(read-only approval). Answer with what you would change instead, "
             "or ask the user to re-run with --approve all.",
         )
 

@@ -6,13 +6,25 @@ traceback, and the session stays valid."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from miniagent import load_session
-from tests.cli_helpers import FakeOpenAI, cli_command, cli_env, model_args, run_cli, text_turn, tool_turn
+from tests.cli_helpers import (
+    FakeOpenAI,
+    cli_command,
+    cli_env,
+    json_lines,
+    model_args,
+    run_cli,
+    text_turn,
+    tool_turn,
+)
 from tests.helpers import assert_every_call_answered_once
 
 pytestmark = pytest.mark.timeout(60)
@@ -127,3 +139,49 @@ def test_chat_with_empty_input_starts_nothing_and_leaves_no_session(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
     assert not (tmp_path / "state").exists()
+
+
+def test_ctrl_c_while_the_model_starts_says_aborted(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    script = tmp_path / "slow_start.py"
+    script.write_text(
+        "import pathlib, sys, threading\n"
+        "import miniagent.providers as providers\n"
+        "def slow(*args, **kwargs):\n"
+        f"    pathlib.Path({str(started)!r}).write_text('yes')\n"
+        "    threading.Event().wait(30)\n"
+        "providers.create_client = slow\n"
+        "from miniagent.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    argv = [
+        sys.executable,
+        str(script),
+        "run",
+        "--json",
+        "--provider",
+        "openai",
+        "--workspace",
+        str(tmp_path),
+        "hi",
+    ]
+    child = subprocess.Popen(
+        argv,
+        env=cli_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not started.exists():
+            assert time.monotonic() < deadline, "the client never started"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=10)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert "miniagent: aborted" in stderr and "Traceback" not in stderr
+    assert json_lines(stdout) == [{"stop_reason": "aborted", "exit_code": 130}]

@@ -3,6 +3,11 @@ stderr, nothing on stdout, and names only what the user gave."""
 
 from __future__ import annotations
 
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from miniagent.cli import EXIT_USAGE, run_cli
@@ -71,3 +76,25 @@ def test_help_shows_prompt_without_braces(capsys: pytest.CaptureFixture[str]) ->
     assert run_cli(["run", "--help"]) == 0
     out = capsys.readouterr().out
     assert "Usage: miniagent run [OPTIONS] PROMPT" in out and "{PROMPT}" not in out
+
+
+def test_an_invocation_does_not_import_pydantic() -> None:
+    # Start-up a cron job pays: typer 0.29 imported pydantic on every invocation (setup.cfg pins < 0.29).
+    probe = (
+        "import sys; from miniagent.cli import run_cli; "
+        "run_cli(['run', '--max-turns', '3', '--context-max-chars', '10', 'x']); "
+        "heavy = [m for m in ('pydantic', 'rich') if m in sys.modules]; assert not heavy, heavy"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_example_script_finds_its_notes_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # not the repository
+    example = runpy.run_path(str(Path(__file__).resolve().parent.parent / "examples" / "read_notes.py"))
+    read_file = example["read_file"]
+    assert "Juniper" in read_file.execute({"path": "notes.txt"}, None).content
+    missing = read_file.execute({"path": "no-such-file.txt"}, None)
+    assert missing.is_error and "cannot read no-such-file.txt" in missing.content

@@ -1,9 +1,11 @@
 """The MCP client against real servers over stdio: one written with the official ``mcp`` SDK
-(``tests/mcp/sdk_server.py``), a published one (``mcp-server-time``), and plain processes that
-misbehave (never answer, exit at once, are not found)."""
+(``tests/mcp/sdk_server.py``) and plain processes that misbehave (never answer, exit at once,
+stop reading, are not found). The published ``mcp-server-time`` runs in the CLI test
+(``test_mcp_cli.py``) and the README's example."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from miniagent import ToolCall, run_agent
+from miniagent.approval import ask_on_terminal, read_only
 from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
 from miniagent.mcp._tools import exposed_names, result_text, safe_name
 from miniagent.testing import ScriptedClient
@@ -225,20 +228,19 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-# --- a published server ----------------------------------------------------------------------
+# --- approval ----------------------------------------------------------------------------------
 
 
-def test_mcp_server_time_in_a_run() -> None:
-    pytest.importorskip("mcp_server_time")
-    with StdioMCPServer(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
-        tools = {t.name: t for t in server.tools()}
-        assert "get_current_time" in tools
-        client = ScriptedClient([[ToolCall("c1", "get_current_time", {"timezone": "UTC"})], ["It is late."]])
-        result = run_agent(client=client, system="", tools=list(tools.values()), user="time?", max_turns=4)
-    assert result.stop_reason == "complete"
-    answer = result.messages[2]
-    assert answer.role == "tool" and not answer.is_error
-    assert '"timezone": "UTC"' in answer.content
+def test_ask_approval_asks_only_for_tools_not_marked_read_only(sdk: StdioMCPServer) -> None:
+    tools = sdk.tools()
+    prompts = io.StringIO()
+    ask = ask_on_terminal(tools, input=io.StringIO("n not now\n"), output=prompts)
+    assert ask(ToolCall("c1", "add", {"a": 1, "b": 2})).approved  # readOnlyHint: no question
+    assert prompts.getvalue() == ""
+    refused = ask(ToolCall("c2", "grow", {}))
+    assert not refused.approved and refused.reason == "refused by the user: not now"
+    assert "tool call: grow()" in prompts.getvalue()
+    assert not read_only(tools)(ToolCall("c3", "grow", {})).approved
 
 
 # --- mapping, names, errors (no server) ------------------------------------------------------

@@ -24,6 +24,7 @@ from miniagent.toolbox.process import group_alive
 from miniagent.tools import Tool, check_input
 
 Run = Callable[..., ToolResult]
+ECHO_PGID = "awk '{print $5}' /proc/$$/stat"  # the command's process group id ($$ runs under the reaper)
 
 
 @pytest.fixture
@@ -245,7 +246,12 @@ def test_read_file_offset_limit(ws: Path, run: Run) -> None:
     assert run("read_file", path="n.txt", offset=9).content == "line 9\nline 10\n"
     past = run("read_file", path="n.txt", offset=11)
     assert past.is_error and "past the end" in past.content and "10 lines" in past.content
-    assert run("read_file", path="n.txt", offset=0).is_error
+    # offset 0: the input check refuses it (the schema's minimum), and so does the tool itself
+    read_file = tools_for(ws)["read_file"]
+    assert check_input(read_file.input_schema, {"path": "n.txt", "offset": 0}) == (
+        "input.offset: 0 is less than the minimum 1"
+    )
+    assert read_file.execute({"path": "n.txt", "offset": 0}, None).is_error
 
 
 def test_read_file_errors(ws: Path, run: Run) -> None:
@@ -383,7 +389,9 @@ def test_list_dir_depth(ws: Path, run: Run) -> None:
     assert run("list_dir", path="a/b").content == "a/b/c/"
     assert run("list_dir", path="top.txt").is_error
     assert run("list_dir", path="nope").is_error
-    assert run("list_dir", depth=0).is_error
+    list_dir = tools_for(ws)["list_dir"]  # depth 0: refused by the input check and by the tool
+    assert check_input(list_dir.input_schema, {"depth": 0}) == "input.depth: 0 is less than the minimum 1"
+    assert list_dir.execute({"depth": 0}, None).is_error
     (ws / "empty").mkdir()
     assert run("list_dir", path="empty").content == "(empty is empty)"
 
@@ -456,7 +464,7 @@ def test_command_non_utf8_bytes_are_replaced(run: Run) -> None:
 
 def test_command_timeout_kills_a_group_that_ignores_sigterm(ws: Path) -> None:
     started = time.monotonic()
-    outcome = run_shell("trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5)
+    outcome = run_shell(f"trap '' TERM; {ECHO_PGID}; sleep 30", ws, timeout=0.3, kill_grace=0.5)
     elapsed = time.monotonic() - started
     print(f"timeout + grace took {elapsed:.3f} s")
     assert outcome.stopped == "timeout"
@@ -486,7 +494,7 @@ def test_command_cancel_from_another_thread(ws: Path, run: Run) -> None:
 
     thread = threading.Thread(target=canceller)
     thread.start()
-    result = run("run_command", cancel, command="echo $$; touch started; sleep 30")
+    result = run("run_command", cancel, command=f"{ECHO_PGID}; touch started; sleep 30")
     returned_at = time.monotonic()
     thread.join()
     assert marker.exists()
@@ -510,7 +518,7 @@ def test_cancel_already_set_does_not_run_long(ws: Path) -> None:
 
 def test_background_child_does_not_hang_or_survive(run: Run) -> None:
     started = time.monotonic()
-    result = run("run_command", command="echo $$; sleep 30 & echo started")
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 & echo started")
     elapsed = time.monotonic() - started
     print(f"background child command took {elapsed:.3f} s")
     lines = result.content.splitlines()
@@ -520,7 +528,7 @@ def test_background_child_does_not_hang_or_survive(run: Run) -> None:
 
 
 def test_background_child_with_closed_output_is_stopped_too(run: Run) -> None:
-    result = run("run_command", command="echo $$; sleep 30 >/dev/null 2>&1 &")
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 >/dev/null 2>&1 &")
     assert not group_alive(int(result.content.splitlines()[0]))
 
 
@@ -703,7 +711,9 @@ def test_parent_environ_read_through_proc_is_redacted(ws: Path) -> None:
         "import sys\n"
         "from miniagent.toolbox import default_tools\n"
         "tool = {t.name: t for t in default_tools(sys.argv[1])}['run_command']\n"
-        "result = tool.execute({'command': \"cat /proc/$PPID/environ | tr '\\\\0' '\\\\n'\"}, None)\n"
+        # The shell's parent is the reaper; its parent is this process, the one running the tool.
+        "command = \"cat /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ | tr '\\\\0' '\\\\n'\"\n"
+        "result = tool.execute({'command': command}, None)\n"
         "sys.stdout.write(result.content)\n"
     )
     env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "MY_SETTING": "visible-value"}
@@ -930,3 +940,18 @@ def test_secret_values_in_files_are_redacted_from_every_tool_result(
     assert "sk-test-SECRET123" not in tools["run_command"].execute({"command": "cat k.env"}, None).content
     monkeypatch.delenv("OPENAI_API_KEY")
     assert "sk-test-SECRET123" in tools["read_file"].execute({"path": "k.env"}, None).content
+
+
+def test_run_command_leaves_no_escaped_descendant(ws: Path, run: Run) -> None:
+    """Issue 14 kind 7: `set -m` puts the child in a new group; it survived the tool before."""
+    token = f"{5000 + os.getpid() % 1000}.25"
+    result = run("run_command", command=f"bash -c 'set -m; sleep {token} &'; setsid sleep {token} & echo ok")
+    assert result.content == "ok\nexit code: 0"
+    deadline = time.monotonic() + 3
+    while any(
+        token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and Path(f"/proc/{pid}/cmdline").exists()
+    ):
+        assert time.monotonic() < deadline, "a descendant of the command survived it"
+        time.sleep(0.02)

@@ -13,18 +13,20 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from .. import __version__
+from ..errors import MiniagentError
 from .chat import command_chat
 from .checks import UsageProblem
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from .options import Options, with_options
 from .run import command_run
-from .runner import Outcome
+from .runner import Outcome, error_text
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -85,6 +87,37 @@ def _run(
 def _chat(*, options: Options) -> Outcome:
     """Chat: one run per line on the same session; /exit or end of input leaves."""
     return command_chat(options)
+
+
+session_app = typer.Typer(
+    name="session",
+    help="Work on a session file.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(session_app)
+
+
+@session_app.command("pop", cls=_Command)
+def _session_pop(
+    path: Annotated[Path, typer.Argument(metavar="PATH", dir_okay=False, help="The JSONL session file.")],
+) -> int:
+    """Drop the last user message of a session and every message after it (e.g. a prompt the
+    server refused); the file stays a valid session."""
+    from .session_command import pop_last_exchange
+    from .terminal import clip
+
+    try:
+        removed = pop_last_exchange(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    sys.stderr.write(
+        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from {path}; "
+        f"the last user message was: {clip(removed[0].content, 60)}\n"
+    )
+    return EXIT_OK
 
 
 def _click_error_classes() -> tuple[type[Exception], type[Exception]]:

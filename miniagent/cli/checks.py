@@ -17,6 +17,7 @@ __all__ = [
     "TOOL_OUTPUT_CHARS",
     "UsageProblem",
     "check_base_url",
+    "check_mcp_configs",
     "check_options",
     "check_prompt_fits",
     "tool_output_chars",
@@ -37,7 +38,7 @@ def check_options(options: Options) -> None:
 
     Raises:
         UsageProblem: ``--base-url`` with the local provider or not an http(s) URL, a
-            ``--context-max-chars`` below ``MIN_CONTEXT_CHARS``.
+            ``--context-max-chars`` below ``MIN_CONTEXT_CHARS``, a bad ``--mcp-config`` file.
     """
     if options.base_url is not None:
         check_base_url(options.base_url)
@@ -49,6 +50,32 @@ def check_options(options: Options) -> None:
             f"--context-max-chars {budget} is too small: a tool result alone may take "
             f"{MIN_TOOL_OUTPUT_CHARS} characters and must fit in half of it; use at least {MIN_CONTEXT_CHARS}"
         )
+    check_mcp_configs(options)
+
+
+def check_mcp_configs(options: Options) -> None:
+    """Read every ``--mcp-config`` file (nothing is started).
+
+    Raises:
+        UsageProblem: a file is not a valid ``mcpServers`` file (the message names the file, the
+            server and the field), or two files define a server of the same name.
+    """
+    if not options.mcp_config:
+        return
+    from ..mcp import MCPError, load_mcp_config
+
+    defined: dict[str, str] = {}
+    for path in options.mcp_config:
+        try:
+            servers = load_mcp_config(path)
+        except MCPError as error:
+            raise UsageProblem(f"--mcp-config {error}") from None
+        for name in servers:
+            if name in defined:
+                raise UsageProblem(
+                    f"--mcp-config: MCP server {name!r} is defined in {defined[name]} and {path}"
+                )
+            defined[name] = str(path)
 
 
 def check_base_url(url: str) -> None:

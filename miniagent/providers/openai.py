@@ -135,17 +135,7 @@ def build_chat_body(
         else:
             wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
     body: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
-    specs = [
-        {
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.input_schema,
-            },
-        }
-        for spec in tools
-    ]
+    specs = [{"type": "function", "function": _wire_function(spec)} for spec in tools]
     if specs:
         body["tools"] = specs
     if temperature is not None:
@@ -155,6 +145,19 @@ def build_chat_body(
     if extra_body:
         body.update(extra_body)
     return body
+
+
+def _wire_function(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as a chat-completions function; ``"strict": true`` when the tool asks for it
+    (OpenAI "Structured Outputs": the arguments then always match the schema)."""
+    function: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+    }
+    if spec.strict:
+        function["strict"] = True
+    return function
 
 
 def _wire_call(call: ToolCall) -> dict[str, Any]:

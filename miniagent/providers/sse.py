@@ -14,9 +14,9 @@ Follows the WHATWG HTML "event stream interpretation" rules
 - a leading UTF-8 byte order mark is dropped; invalid UTF-8 is replaced by U+FFFD.
 
 Bounded memory: one line may hold at most ``max_size`` bytes, and the data of one event at most
-``max_size`` characters (default ``MAX_EVENT_BYTES``, 64 MiB); a larger one (e.g. a line that never ends) raises
-``ProviderError`` (kind ``"sse_too_large"``) as soon as the limit is passed, so the decoder never
-holds much more than the limit.
+``max_size`` characters (default ``MAX_EVENT_BYTES``, 64 MiB); a larger one (e.g. a line that
+never ends) raises ``ProviderError`` (kind ``"sse_too_large"``) as soon as the limit is passed,
+so the decoder never holds much more than the limit.
 
 One deliberate extension (the issue asks for it): at the end of the stream a last line without a
 line terminator is still interpreted, and a pending event without its closing blank line is

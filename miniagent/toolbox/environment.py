@@ -28,13 +28,14 @@ import os
 import re
 from collections.abc import Mapping
 
-from .._redaction import MIN_REDACTED_CHARS
+from .._redaction import MIN_REDACTED_CHARS, Redactor
 
 __all__ = [
     "SECRET_WORDS",
     "is_secret_name",
     "scrubbed_environ",
     "secret_values",
+    "current_redactor",
 ]
 
 SECRET_WORDS = (
@@ -96,3 +97,8 @@ def secret_values(*environs: Mapping[str, str]) -> list[str]:
         if len(value) >= MIN_REDACTED_CHARS and is_secret_name(name)
     }
     return sorted(found, key=lambda value: (-len(value), value))
+
+
+def current_redactor() -> Redactor:
+    """A ``Redactor`` of the secret values of ``os.environ`` as it is now (``secret_values``)."""
+    return Redactor(secret_values(os.environ))

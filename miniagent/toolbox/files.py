@@ -15,6 +15,7 @@ from typing import Any
 
 from .._text import cap, utf8
 from ..tools import Tool, ToolResult
+from .environment import current_redactor
 from .fileio import SpecialFileError, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
 from .reading import read_shown
@@ -106,7 +107,7 @@ def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) 
         with handle:
             first = None if offset is None else int(offset)
             count = None if limit is None else int(limit)
-            result = read_shown(handle, size, shown, max_chars, first, count)
+            result = read_shown(handle, size, shown, max_chars, first, count, current_redactor())
     except SpecialFileError as error:
         return _error(f"{shown} is {error}")
     except OSError as error:
@@ -402,7 +403,7 @@ class _Listing:
             lines.append("[cancelled]")
         elif self.stopped:
             lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
-        return ToolResult(cap("\n".join(lines + self.problems), max_chars))
+        return ToolResult(cap(current_redactor()("\n".join(lines + self.problems)), max_chars))
 
 
 def _list_dir(

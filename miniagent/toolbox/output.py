@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
+from .._redaction import Redactor
 from .._text import cap, omission_note, split_budget
 
 __all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "ends_text", "OutputBuffer"]
@@ -99,7 +100,8 @@ def ends_text(
         tail: its last bytes (not overlapping ``head``); for UTF-16/32 starting on a code unit.
         total_bytes: the stream's length in bytes (the middle was never read).
         max_chars: the cap in characters.
-        redact: applied to each decoded end before it is cut.
+        redact: applied to each decoded end before it is cut; a ``Redactor`` also clears the
+            ends' edges at the dropped middle of parts of secrets (``Redactor.edges``).
         codec: ``"utf-8"`` (a sequence split at either cut is dropped) or a UTF-16/32 codec.
 
     Returns:
@@ -115,7 +117,9 @@ def ends_text(
         while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
             skip += 1
     tail_text = tail[skip:].decode(codec, errors="replace")
-    if redact is not None:
+    if isinstance(redact, Redactor):  # the dropped middle is a cut: clear both of its edges
+        head_text, tail_text = redact.edges(head_text, end=True), redact.edges(tail_text, start=True)
+    elif redact is not None:
         head_text, tail_text = redact(head_text), redact(tail_text)
     dropped_bytes = total_bytes - head_used - (len(tail) - skip)
     note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))

@@ -9,6 +9,8 @@
   the selected lines' head and tail (``max_chars`` characters each) are kept, so one line of
   gigabytes costs no memory. A file of at most ``WHOLE_FILE_BYTES`` is read to its end to give the
   total line count; a larger one stops after the selection ("more follow").
+- Secrets (``redact``) are hidden in the whole text before it is cut; where only pieces are read
+  (the two ends, a page of lines), parts of secrets at each piece's cut edges are hidden too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .._redaction import Redactor
 from .._text import cap, cap_ends
 from .output import BINARY_SNIFF_BYTES, ends_text
 from .textfiles import decode_file, display_text, sniff_encoding
@@ -58,11 +61,16 @@ class _Selection:
         if len(self.tail) > 2 * self.max_chars:
             self.tail = self.tail[-self.max_chars :]
 
-    def text(self) -> str:
+    def text(self, redact: Redactor, start_cut: bool, end_cut: bool) -> str:
+        """The selection capped to ``max_chars``; secrets redacted before the cut, and parts of
+        secrets at the edges of the selection (``start_cut``/``end_cut``: lines were left out
+        there) and at the edges of a dropped middle."""
         head = "".join(self.head)
         if self.total <= self.max_chars:
-            return head
-        return cap_ends(head, self.tail, self.total, self.max_chars)
+            return redact.edges(head, start=start_cut, end=end_cut)
+        head = redact.edges(head, start=start_cut, end=True)
+        tail = redact.edges(self.tail, start=True, end=end_cut)
+        return cap_ends(head, tail, self.total, self.max_chars)
 
 
 def _chunks(handle: BinaryIO, codec: str) -> Iterator[str]:
@@ -78,7 +86,14 @@ def _chunks(handle: BinaryIO, codec: str) -> Iterator[str]:
 
 
 def _line_range(
-    handle: BinaryIO, codec: str, shown: str, first: int, last: int, max_chars: int, count_all: bool
+    handle: BinaryIO,
+    codec: str,
+    shown: str,
+    first: int,
+    last: int,
+    max_chars: int,
+    count_all: bool,
+    redact: Redactor,
 ) -> Shown:
     """Stream the lines ``first``..``last`` (1-based, inclusive) of the file (module docstring)."""
     selection = _Selection(max_chars)
@@ -104,24 +119,27 @@ def _line_range(
             break
     if more:
         note = f"[lines {first}-{last}; more follow; continue with offset={last + 1}]"
-        return Shown(f"{selection.text()}\n{note}")
+        return Shown(f"{selection.text(redact, first > 1, True)}\n{note}")
     lines = number - 1 + (1 if partial else 0)
     if lines == 0:
         return Shown(f"({shown} is empty)")
     if first > lines:
         return Shown(f"offset {first} is past the end of {shown} ({lines} lines)", is_error=True)
-    text = selection.text()
+    text = selection.text(redact, first > 1, last < lines)
     if last < lines:
         text += f"\n[lines {first}-{last} of {lines}; continue with offset={last + 1}]"
     return Shown(text)
 
 
-def _whole(handle: BinaryIO, start: bytes, size: int, codec: str, mark: bytes, max_chars: int) -> str:
-    """The whole file capped to ``max_chars``: read whole when small, else by its two ends."""
+def _whole(
+    handle: BinaryIO, start: bytes, size: int, codec: str, mark: bytes, max_chars: int, redact: Redactor
+) -> str:
+    """The whole file capped to ``max_chars``: read whole when small, else by its two ends;
+    secrets redacted before any cut."""
     if size <= WHOLE_FILE_BYTES:
         data = start + handle.read(WHOLE_FILE_BYTES + 1 - len(start))
         file = decode_file(data[:WHOLE_FILE_BYTES])
-        text = display_text(file) if file is not None else ""
+        text = redact(display_text(file)) if file is not None else ""
         result = cap(text, max_chars)
         return result if len(result) == len(text) else result + _SHORTENED
     keep = 4 * max_chars + 16
@@ -131,11 +149,17 @@ def _whole(handle: BinaryIO, start: bytes, size: int, codec: str, mark: bytes, m
     tail_at += (unit - (tail_at - len(mark)) % unit) % unit
     handle.seek(tail_at)
     tail = handle.read(keep)
-    return ends_text(head, tail, size - len(mark), max_chars, codec=codec) + _SHORTENED
+    return ends_text(head, tail, size - len(mark), max_chars, redact, codec=codec) + _SHORTENED
 
 
 def read_shown(
-    handle: BinaryIO, size: int, shown: str, max_chars: int, offset: int | None, limit: int | None
+    handle: BinaryIO,
+    size: int,
+    shown: str,
+    max_chars: int,
+    offset: int | None,
+    limit: int | None,
+    redact: Redactor | None = None,
 ) -> Shown:
     """Read what ``read_file`` shows of an open regular file (module docstring).
 
@@ -145,6 +169,7 @@ def read_shown(
         shown: its path as shown to the model.
         max_chars: the cap of the result in characters.
         offset: the first line (1-based) or ``None``; limit: the number of lines or ``None``.
+        redact: hides secret values before any cut, and their parts at every cut edge.
 
     Returns:
         The text (with notes on what was left out), or an error (binary, offset past the end).
@@ -154,12 +179,13 @@ def read_shown(
     if encoding is None:
         return Shown(f"{shown} is a binary file ({size} bytes); not shown", is_error=True)
     codec, mark = encoding
+    redact = redact if redact is not None else Redactor(())
     if not start:
         return Shown(f"({shown} is empty)")
     if offset is None and limit is None:
-        text = _whole(handle, start, size, codec, mark, max_chars)
+        text = _whole(handle, start, size, codec, mark, max_chars, redact)
         return Shown(f"({shown} is empty)") if not text else Shown(text)
     handle.seek(len(mark))
     first = offset if offset is not None else 1
     last = first + limit - 1 if limit is not None else 2**63
-    return _line_range(handle, codec, shown, first, last, max_chars, size <= WHOLE_FILE_BYTES)
+    return _line_range(handle, codec, shown, first, last, max_chars, size <= WHOLE_FILE_BYTES, redact)

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._redaction import Redactor
 from .._text import cap, omission_note, shorten
 from ..tools import Tool, ToolResult
-from .environment import scrubbed_environ
+from .environment import current_redactor, scrubbed_environ
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
 from .output import BINARY_SNIFF_BYTES, decode
@@ -144,12 +145,13 @@ def _run_worker(
         return ToolResult(f"cannot run the search: {error}", is_error=True)
 
 
-def _match_line(match: dict[str, Any]) -> str:
+def _match_line(match: dict[str, Any], redact: Redactor) -> str:
     """``path:line_number: text`` of one match; a cut line shows its window with the one marker
-    on each cut side and ``[match at column N]``."""
-    text = str(match["text"])
+    on each cut side and ``[match at column N]``. Secrets are hidden in the text, and their
+    parts at the window's cut edges."""
     if "column" not in match:
-        return f"{match['path']}:{match['line']}: {text}"
+        return f"{match['path']}:{match['line']}: {redact(str(match['text']))}"
+    text = redact.edges(str(match["text"]), start=bool(match["before"]), end=bool(match["after"]))
     if match["before"]:
         text = f"{omission_note(int(match['before']))} {text}"
     if match["after"]:
@@ -158,7 +160,9 @@ def _match_line(match: dict[str, Any]) -> str:
 
 
 def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | None, str]:
-    """Split the child's output into match lines, the final summary (if any) and other text."""
+    """Split the child's output into match lines (secrets hidden: ``_match_line``), the final
+    summary (if any) and other text."""
+    redact = current_redactor()
     data = outcome.output.complete()
     if data is None:
         return [], None, "the search output was too large"
@@ -174,7 +178,7 @@ def _read_worker(outcome: ProcessOutcome) -> tuple[list[str], dict[str, Any] | N
             other.append(decode(raw))
             continue
         if kind == "match":
-            matches.append(_match_line(value))
+            matches.append(_match_line(value, redact))
         elif kind == "done":
             summary = value
     return matches, summary, "\n".join(other)
