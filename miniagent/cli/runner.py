@@ -354,6 +354,7 @@ class Runner:
             on_event=self.display.on_event,
             on_message=self.display.on_message,
         )
+        self.display.run_usage = getattr(result, "usage", None)
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
