@@ -76,6 +76,7 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
     outside.mkdir()
     (ws / "d" / "secret.txt").write_text("inside\n")
     (outside / "secret.txt").write_text("outside secret\n")
+    (outside / "outside-only.txt").write_text("")
     tools = {t.name: t for t in default_tools(ws)}
     read, write = tools["read_file"], tools["write_file"]  # and grep, less often
     swapper = subprocess.Popen(
@@ -90,6 +91,8 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
             if "outside secret" in read.execute({"path": "d/secret.txt"}, None).content:
                 reads_out += 1
             write.execute({"path": "d/w.txt", "content": f"{calls}\n"}, None)
+            if calls % 5 == 0:
+                reads_out += "outside-only" in tools["list_dir"].execute({"path": "d"}, None).content
             if calls % 25 == 0:  # a grep worker starts in ~20-50 ms: fewer of them
                 greps += 1
                 found = tools["grep"].execute({"pattern": "secret", "path": "."}, None).content
@@ -106,5 +109,5 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
     print(f"{calls} reads, {calls} writes and {greps} searches raced with the swapper")
     assert calls >= 100
     assert (reads_out, writes_out) == (0, 0)
-    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert sorted(p.name for p in outside.iterdir()) == ["outside-only.txt", "secret.txt"]
     assert (outside / "secret.txt").read_text() == "outside secret\n"

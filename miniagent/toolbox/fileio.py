@@ -35,6 +35,7 @@ __all__ = [
     "HardLinkError",
     "ConfinementRace",
     "describe_mode",
+    "open_folder",
     "open_for_reading",
     "write_bytes",
 ]
@@ -117,6 +118,17 @@ def _parent(root: Path, resolved: Path, create: bool = False) -> tuple[int, str]
     if not parts:
         raise SpecialFileError("the workspace folder itself, not a file; refused")
     return _open_folder(root, parts[:-1], create), parts[-1]
+
+
+def open_folder(root: Path, resolved: Path) -> int:
+    """A descriptor of the folder ``resolved`` (inside ``root``), reached from the root one
+    component at a time without following symlinks; the caller closes it.
+
+    Raises:
+        ConfinementRace: a component was swapped for a symlink after the path was checked.
+        OSError: it cannot be opened (missing, not a folder, permission denied).
+    """
+    return _open_folder(root, resolved.relative_to(root).parts, create=False)
 
 
 def _lstat(name: str, folder: int) -> os.stat_result | None:
