@@ -91,6 +91,27 @@ def _paired(python: str, env: dict[str, str], code: str, runs: int, base_code: s
     return median(diffs)
 
 
+def _own_import(python: str, env: dict[str, str], runs: int) -> float:
+    """Median over runs of the summed ``-X importtime`` self times of ``miniagent.mcp*``."""
+    totals = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [python, "-S", "-X", "importtime", "-c", "import miniagent.mcp"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        total = 0
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                self_us, _cumulative, name = line.split(":", 1)[1].split("|")
+                if name.strip().startswith("miniagent.mcp"):
+                    total += int(self_us)
+        totals.append(total / 1e6)
+    return median(totals)
+
+
 def _child_seconds(python: str, env: dict[str, str], code: str) -> float:
     done = subprocess.run(
         [python, "-S", "-c", code.replace("SERVER", json.dumps(MINIMAL))],
@@ -224,6 +245,19 @@ def run(report: Report, quick: bool) -> None:
     )
     own = _paired(python, env, "import miniagent.mcp", runs, base_code="import miniagent")
     section.rows.append(Row("`import miniagent.mcp` over `import miniagent`", fmt_ms(own)))
+    modules = _own_import(python, env, 3 if quick else 7)
+    section.rows.append(
+        Row(
+            "`miniagent.mcp` modules' own import time (`-X importtime`, summed)",
+            fmt_ms(modules),
+            note="no standard-library module beyond what `import miniagent` loads",
+        )
+    )
+    section.notes.append(
+        "Method: module docstring of `bench/mcp_client.py`. `import miniagent.mcp` includes "
+        "`import miniagent` (see Start-up); the client's own modules are the rows below it. The SDK's "
+        "figures include pydantic, anyio and httpx, which its client imports."
+    )
     if sdk:
         sdk_import = _paired(python, env, _SDK_IMPORT, max(5, runs // 3))
         section.rows.append(

@@ -18,10 +18,12 @@ decides when to stop. Invariants, each tested:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ._log import Logger
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
 from .messages import MISSING_RESULT, Message, ToolCall
@@ -45,6 +47,8 @@ __all__ = [
     "NOT_APPROVED",
     "MISSING_RESULT",
 ]
+
+_log = Logger("miniagent.agent")  # requests, tools, stop reason (see _log: nothing until an app logs)
 
 StopReason = Literal["complete", "max_turns", "aborted"]
 
@@ -206,9 +210,18 @@ class _Loop:
         self.answer_interrupted_calls()
         self.record(message)
         try:
-            for _turn in range(max_turns):
+            for turn in range(1, max_turns + 1):
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
+                _log.info("request %d: %d messages", turn, len(window))
+                started = time.monotonic()
                 text, calls = self.stream_turn(window)
+                _log.info(
+                    "request %d done in %.2f s: %d characters, %d tool calls",
+                    turn,
+                    time.monotonic() - started,
+                    len(text),
+                    len(calls),
+                )
                 if not text and not calls:
                     raise EmptyResponseError()
                 self.record(Message("assistant", text, tuple(calls)))
@@ -312,6 +325,8 @@ class _Loop:
     def execute(self, calls: list[ToolCall], index: int, tool: Tool) -> ToolResult:
         """Run the tool; if it raises, close the calls (as aborted when cancelled) first."""
         call = calls[index]
+        _log.info("tool %s (%s) started", tool.name, call.id)
+        started = time.monotonic()
         try:
             result = tool.execute(dict(call.input), self.cancel)
             if not isinstance(result, ToolResult):
@@ -319,6 +334,14 @@ class _Loop:
             if not isinstance(result.content, str):  # would not survive the session file
                 kind = type(result.content).__name__
                 raise TypeError(f"tool {tool.name!r} returned content of type {kind}")
+            _log.info(
+                "tool %s (%s) done in %.2f s: %s, %d characters",
+                tool.name,
+                call.id,
+                time.monotonic() - started,
+                "error" if result.is_error else "ok",
+                len(result.content),
+            )
             return result
         except Exception:
             if self.cancelled():
@@ -363,6 +386,7 @@ class _Loop:
             return
 
     def stop(self, reason: StopReason) -> RunResult:
+        _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
         return RunResult(self.messages, reason)
 
 
