@@ -13,13 +13,18 @@ The whole tree (every public error; where it is raised)::
     │   ├── SessionError                    session stores (miniagent.session): a bad line, a
     │   │                                   locked session, a message the loader would refuse,
     │   │                                   a file that is not a session; run_agent passes it on
-    │   └── ProviderError                   miniagent.providers: HTTP clients and their streams
-    │       │                               (connection failure, an error event mid-stream, an
-    │       │                               event that is not JSON, no API key for the provider)
-    │       ├── StatusError                 miniagent.providers._http: an HTTP error status;
-    │       │                               adds ``retry_after`` (seconds or None)
-    │       └── LocalModelError             miniagent.providers.local: the local llama.cpp model
-    │                                       cannot run (no xllamacpp, no model file, no start)
+    │   ├── ProviderError                   miniagent.providers: HTTP clients and their streams
+    │   │   │                               (connection failure, an error event mid-stream, an
+    │   │   │                               event that is not JSON, no API key for the provider)
+    │   │   ├── StatusError                 miniagent.providers._http: an HTTP error status;
+    │   │   │                               adds ``retry_after`` (seconds or None)
+    │   │   └── LocalModelError             miniagent.providers.local: the local llama.cpp model
+    │   │                                   cannot run (no xllamacpp, no model file, no start)
+    │   └── MCPError                        miniagent.mcp: an MCP server could not start, exited,
+    │                                       timed out, broke the protocol, answered with an error,
+    │                                       or the call was cancelled (``kind``), or a bad
+    │                                       ``load_mcp_config`` file; MCP tools turn it into an
+    │                                       error result (cancel aside), so a run rarely sees it
     ├── ValueError
     │   └── OutsideWorkspaceError           miniagent.toolbox: a path leaves the workspace; the
     │                                       file tools turn it into an error result, so a run
