@@ -77,6 +77,22 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this message (``message_to_json``: the session line's object), a
+        dict of JSON types that crosses process boundaries (Celery, a queue, a web API)."""
+        return message_to_json(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Message:
+        """The message of a JSON object (a dict, or its JSON text as ``str`` / ``bytes``).
+
+        Raises:
+            ValueError: not JSON, or not a well-formed message (the text says which field).
+        """
+        if isinstance(data, (str, bytes, bytearray)):
+            data = json.loads(data)
+        return message_from_json(data)
+
 
 # Building messages while loading a session: ``object.__new__`` plus the slot descriptors give the
 # very object the dataclass ``__init__`` gives (same fields, same values), at about half the cost
