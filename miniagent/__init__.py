@@ -12,18 +12,21 @@ Importing this package imports only the standard library. HTTP providers live in
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
 from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
-from .messages import Message, ToolCall
+from .messages import Message, Reasoning, ToolCall
 from .model import (
     DoneEvent,
     ModelClient,
     ModelEvent,
     ModelRequest,
+    ReasoningEvent,
     TextEvent,
     ToolCallEvent,
     ToolSpec,
+    UsageEvent,
 )
 from .session import append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
+from .usage import Usage
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,8 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ProviderError",
+    "Reasoning",
+    "ReasoningEvent",
     "RunResult",
     "SessionError",
     "StopReason",
@@ -47,6 +52,8 @@ __all__ = [
     "ToolCallEvent",
     "ToolResult",
     "ToolSpec",
+    "Usage",
+    "UsageEvent",
     "__version__",
     "append_session",
     "exit_code_for_stop_reason",
