@@ -1,0 +1,350 @@
+"""The streamable HTTP transport (MCP spec 2025-11-25, "Transports / Streamable HTTP").
+
+- Every message is one POST of JSON to the endpoint with ``Accept: application/json,
+  text/event-stream``. A request's answer is either ``application/json`` (the response, or a
+  batch holding it) or ``text/event-stream``: server-sent events, each one JSON-RPC message,
+  decoded by the providers' SSE reader; messages before the response (notifications, the
+  server's requests) go to the handler, and replies to the server's requests are POSTed back.
+- ``Mcp-Session-Id`` from the ``initialize`` answer is sent on every later request;
+  ``MCP-Protocol-Version`` once the version is agreed. HTTP 404 on a request that carried a
+  session id means the server ended the session: ``alive()`` turns false and the next call
+  starts a new session. ``close()`` sends DELETE (failures ignored).
+- Cancel and timeout: the request runs in the caller's thread; the providers' socket watcher
+  shuts the socket down when the cancel event is set (also while waiting for the response
+  headers), and the socket's read timeout is the time left until the deadline (checked again
+  after every chunk, so keep-alive comments cannot extend it).
+- Header values (``Authorization``...) never appear in errors or logs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import requests
+
+from ..providers import _http as provider_http
+from ..providers.sse import SSEDecoder
+from ._errors import MCPError
+from ._wire import Handler, Interrupted, Message, encode, is_response
+
+__all__ = ["HTTPTransport"]
+
+CONNECT_TIMEOUT = 10.0
+NOTIFY_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 2.0
+MAX_BODY_BYTES = 64 * 1024 * 1024
+_READ_SIZE = 65536
+_SNIPPET_CHARS = 200
+
+logger = logging.getLogger("miniagent.mcp")
+
+
+class HTTPTransport:
+    """A session with a streamable HTTP MCP endpoint (see the module docstring).
+
+    Args:
+        name: the server's name (in errors and logs).
+        url: the endpoint.
+        headers: extra request headers.
+        connect_timeout: most seconds for a TCP/TLS connect.
+    """
+
+    def __init__(
+        self, name: str, url: str, headers: Mapping[str, str], connect_timeout: float = CONNECT_TIMEOUT
+    ) -> None:
+        """Prepare the HTTP session; nothing is sent yet."""
+        self.name = name
+        self.url = url
+        self.extra_headers = dict(headers)
+        self.connect_timeout = min(connect_timeout, CONNECT_TIMEOUT)
+        self.http = provider_http.new_session()
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._failure: str | None = None
+
+    # --- Transport ------------------------------------------------------------------------------
+
+    def request(
+        self,
+        message: Message,
+        handler: Handler,
+        cancel: threading.Event | None,
+        deadline: float | None,
+    ) -> Message:
+        """POST ``message`` and return its response (``_wire.Transport``)."""
+        self._check_usable()
+        watcher = provider_http.SocketWatcher(cancel) if cancel is not None else None
+        response: requests.Response | None = None
+        try:
+            response = self._post(encode(message), cancel, deadline, watcher)
+            if watcher is not None:
+                watcher.attach(provider_http._response_socket(response))
+            if message.get("method") == "initialize":
+                self.session_id = response.headers.get("mcp-session-id") or None
+            return self._answer(message, response, handler, cancel, deadline)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+            if response is not None:
+                response.close()
+
+    def notify(self, message: Message) -> None:
+        """POST a notification (expects 202); failures are logged, never raised."""
+        if self._failure is not None:
+            return
+        try:
+            response = self._post(encode(message), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            response.close()
+            if response.status_code >= 300:
+                logger.debug(
+                    "[%s] %s answered HTTP %s", self.name, message.get("method"), response.status_code
+                )
+        except (MCPError, Interrupted, ValueError) as exc:
+            logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
+
+    def set_protocol_version(self, version: str) -> None:
+        """Send ``MCP-Protocol-Version: version`` from now on."""
+        self.protocol_version = version
+
+    def alive(self) -> bool:
+        """Whether the session is usable (not closed, not ended by the server)."""
+        return self._failure is None
+
+    def diagnostics(self) -> str:
+        """Nothing to add for HTTP."""
+        return ""
+
+    def close(self) -> None:
+        """DELETE the session (when there is one) and close the connections. Never raises."""
+        if self.session_id is not None and self._failure is None:
+            try:
+                self.http.delete(
+                    self.url, headers=self._headers(), timeout=(self.connect_timeout, CLOSE_TIMEOUT)
+                ).close()
+            except requests.RequestException as exc:
+                logger.debug("[%s] DELETE of the session failed: %s", self.name, type(exc).__name__)
+        self._failure = self._failure or "closed"
+        self.http.close()
+
+    # --- sending --------------------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        headers = dict(self.extra_headers)
+        headers["Accept"] = "application/json, text/event-stream"
+        headers["Content-Type"] = "application/json"
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _post(
+        self,
+        payload: bytes,
+        cancel: threading.Event | None,
+        deadline: float | None,
+        watcher: provider_http.SocketWatcher | None,
+    ) -> requests.Response:
+        """One POST (stream=True); its socket is reported to ``watcher`` while it is sent."""
+        if cancel is not None and cancel.is_set():
+            raise Interrupted("cancelled")
+        read_timeout = None if deadline is None else self._left(deadline)
+        connect_timeout = (
+            self.connect_timeout if read_timeout is None else min(self.connect_timeout, read_timeout)
+        )
+        provider_http._tls.watcher = watcher  # the providers' hook: report the socket at once
+        try:
+            return self.http.post(
+                self.url,
+                data=payload,
+                headers=self._headers(),
+                stream=True,
+                timeout=(connect_timeout, read_timeout),
+            )
+        except requests.RequestException as exc:
+            raise self._request_failed(exc, cancel, deadline) from None
+        finally:
+            provider_http._tls.watcher = None
+
+    def _request_failed(
+        self, exc: BaseException, cancel: threading.Event | None, deadline: float | None
+    ) -> BaseException:
+        if cancel is not None and cancel.is_set():
+            return Interrupted("cancelled")
+        if deadline is not None and time.monotonic() >= deadline - 0.01:
+            return Interrupted("timeout")
+        if isinstance(exc, requests.Timeout):
+            return Interrupted("timeout")
+        cause = type(exc).__name__
+        if isinstance(exc, requests.ConnectionError):
+            return MCPError(
+                f"MCP server {self.name!r}: cannot connect to {provider_http._host_port(self.url)} ({cause})",
+                server=self.name,
+                kind="closed",
+            )
+        return MCPError(
+            f"MCP server {self.name!r}: request failed ({cause})", server=self.name, kind="closed"
+        )
+
+    @staticmethod
+    def _left(deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Interrupted("timeout")
+        return left
+
+    # --- reading the answer ---------------------------------------------------------------------
+
+    def _answer(
+        self,
+        message: Message,
+        response: requests.Response,
+        handler: Handler,
+        cancel: threading.Event | None,
+        deadline: float | None,
+    ) -> Message:
+        status = response.status_code
+        wanted = message["id"]
+        if status == 404 and self.session_id is not None and message.get("method") != "initialize":
+            self._failure = "the server ended the session (HTTP 404)"
+            raise MCPError(f"MCP server {self.name!r}: {self._failure}", server=self.name, kind="closed")
+        media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if status >= 400:
+            return self._error_status(response, wanted, media, cancel, deadline)
+        if status == 202 or status == 204:
+            raise self._protocol(f"answered {message.get('method')} with HTTP {status} and no response")
+        if media == "application/json":
+            body = self._read_all(response, cancel, deadline)
+            found = self._dispatch(self._parse(body), wanted, handler)
+            if found is None:
+                raise self._protocol(f"answered {message.get('method')} without its response")
+            return found
+        if media == "text/event-stream":
+            for event in self._events(response, cancel, deadline):
+                if not event.data.strip():
+                    continue
+                found = self._dispatch(self._parse(event.data.encode()), wanted, handler)
+                if found is not None:
+                    return found
+            raise MCPError(
+                f"MCP server {self.name!r} ended the event stream without answering {message.get('method')}",
+                server=self.name,
+                kind="closed",
+            )
+        raise self._protocol(f"answered HTTP {status} with content type {media or 'none'}")
+
+    def _error_status(
+        self,
+        response: requests.Response,
+        wanted: Any,
+        media: str,
+        cancel: threading.Event | None,
+        deadline: float | None,
+    ) -> Message:
+        """A JSON-RPC error in the body of an HTTP error becomes the response; else an error."""
+        body = self._read_all(response, cancel, deadline, limit=65536)
+        if media == "application/json":
+            try:
+                value = json.loads(body)
+            except ValueError:
+                value = None
+            if isinstance(value, dict) and isinstance(value.get("error"), dict):
+                return {"jsonrpc": "2.0", "id": wanted, "error": value["error"]}
+        snippet = body.decode("utf-8", "replace").strip()[:_SNIPPET_CHARS]
+        raise self._protocol(f"answered HTTP {response.status_code}: {snippet or '(empty body)'}")
+
+    def _dispatch(self, value: Any, wanted: Any, handler: Handler) -> Message | None:
+        """Hand every message but the awaited response to ``handler``; return the response."""
+        found: Message | None = None
+        for item in value if isinstance(value, list) else (value,):
+            if not isinstance(item, dict):
+                raise self._protocol("sent a JSON-RPC message that is not an object")
+            if is_response(item):
+                if item.get("id") == wanted:
+                    found = item
+                continue
+            reply = handler(item)
+            if reply is not None:
+                self._reply(reply)
+        return found
+
+    def _reply(self, reply: Message) -> None:
+        try:
+            self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None).close()
+        except (MCPError, Interrupted) as exc:
+            logger.debug("[%s] reply not sent: %s", self.name, exc)
+
+    def _parse(self, body: bytes) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            snippet = body.decode("utf-8", "replace")[:_SNIPPET_CHARS]
+            raise self._protocol(f"sent a body that is not JSON: {snippet}") from None
+
+    def _chunks(
+        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+    ) -> Iterator[bytes]:
+        raw: Any = response.raw
+        sock = provider_http._response_socket(response)
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise Interrupted("cancelled")
+            if deadline is not None and sock is not None:
+                sock.settimeout(self._left(deadline))
+            try:
+                chunk = raw.read1(_READ_SIZE, decode_content=True)
+            except Exception as exc:  # urllib3/http.client/socket errors: the stream broke
+                if cancel is not None and cancel.is_set():
+                    raise Interrupted("cancelled") from None
+                if deadline is not None and time.monotonic() >= deadline - 0.01:
+                    raise Interrupted("timeout") from None
+                raise MCPError(
+                    f"MCP server {self.name!r}: the answer broke off ({type(exc).__name__})",
+                    server=self.name,
+                    kind="closed",
+                ) from None
+            if not chunk:
+                return
+            yield chunk
+
+    def _read_all(
+        self,
+        response: requests.Response,
+        cancel: threading.Event | None,
+        deadline: float | None,
+        limit: int = MAX_BODY_BYTES,
+    ) -> bytes:
+        body = bytearray()
+        for chunk in self._chunks(response, cancel, deadline):
+            body += chunk
+            if len(body) > limit:
+                if limit < MAX_BODY_BYTES:
+                    break
+                raise self._protocol(f"sent a body longer than {MAX_BODY_BYTES} bytes")
+        return bytes(body)
+
+    def _events(
+        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+    ) -> Iterator[Any]:
+        decoder = SSEDecoder()
+        for chunk in self._chunks(response, cancel, deadline):
+            yield from decoder.feed(chunk)
+        yield from decoder.close()
+
+    # --- failure --------------------------------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise MCPError(
+                f"MCP server {self.name!r} is not connected ({self._failure})",
+                server=self.name,
+                kind="closed",
+            )
+
+    def _protocol(self, what: str) -> MCPError:
+        return MCPError(f"MCP server {self.name!r} {what}", server=self.name, kind="protocol")

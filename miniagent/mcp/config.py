@@ -1,0 +1,142 @@
+"""``load_mcp_config(path)``: the MCP server file of Claude Code and Claude Desktop.
+
+Format (``.mcp.json`` of Claude Code, ``claude_desktop_config.json`` of Claude Desktop)::
+
+    {"mcpServers": {
+        "time":   {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+        "remote": {"type": "http", "url": "https://example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${API_TOKEN}"}}
+    }}
+
+- A server with ``command`` (``type`` absent or ``"stdio"``) is a ``StdioMCPServer``; optional
+  ``args`` (list of strings), ``env`` (object of strings), ``cwd`` (relative to the file's folder).
+- ``type`` ``"http"`` (or ``"streamable-http"``), or a ``url`` without ``command``, is an
+  ``HTTPMCPServer``; optional ``headers`` (object of strings). ``type: "sse"`` (the transport the
+  spec replaced in 2025-03-26) is refused with a clear error.
+- ``${VAR}`` and ``${VAR:-default}`` are expanded from the environment in ``command``, ``args``,
+  ``env``, ``cwd``, ``url`` and ``headers`` (as Claude Code does); a variable that is not set and
+  has no default is an error naming it (never its value).
+- ``"disabled": true`` leaves a server out; other keys (``autoApprove``...) are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ._errors import MCPError
+from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer
+
+__all__ = ["load_mcp_config"]
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Problem(Exception):
+    """Internal: one problem in the file, said in a sentence."""
+
+
+def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
+    """Read an ``{"mcpServers": {...}}`` file (format: module docstring).
+
+    Args:
+        path: the JSON file.
+
+    Returns:
+        ``{name: server}`` in the file's order; the servers are not started.
+
+    Raises:
+        MCPError: kind ``config``: the file cannot be read, is not JSON, has no ``mcpServers``
+            object, or a server's entry is wrong (the message names the file, the server and
+            the field).
+    """
+    where = os.fspath(path)
+    try:
+        document = json.loads(Path(where).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise MCPError(f"{where}: cannot read: {exc.strerror or exc}", kind="config") from None
+    except ValueError as exc:
+        raise MCPError(f"{where}: not JSON: {exc}", kind="config") from None
+    entries = document.get("mcpServers") if isinstance(document, dict) else None
+    if not isinstance(entries, dict):
+        raise MCPError(f'{where}: expected an object with "mcpServers": {{...}}', kind="config")
+    folder = Path(where).resolve().parent
+    servers: dict[str, MCPServerBase] = {}
+    for name, entry in entries.items():
+        try:
+            server = _server(name, entry, folder)
+        except _Problem as problem:
+            raise MCPError(f"{where}: server {name!r}: {problem}", server=name, kind="config") from None
+        if server is not None:
+            servers[name] = server
+    return servers
+
+
+def _server(name: str, entry: Any, folder: Path) -> MCPServerBase | None:
+    if not isinstance(entry, dict):
+        raise _Problem("expected an object")
+    if entry.get("disabled") is True:
+        return None
+    kind = entry.get("type")
+    if kind == "sse":
+        raise _Problem(
+            'type "sse" (HTTP+SSE, replaced in protocol 2025-03-26) is not supported; '
+            'use the server\'s streamable HTTP endpoint with type "http"'
+        )
+    if kind in ("http", "streamable-http") or (kind is None and "url" in entry and "command" not in entry):
+        url = _expand(_string(entry, "url"), "url")
+        headers = {k: _expand(v, f"headers.{k}") for k, v in _strings(entry, "headers").items()}
+        try:
+            return HTTPMCPServer(url, headers, name=name)
+        except ValueError as exc:
+            raise _Problem(str(exc)) from None
+    if kind not in (None, "stdio"):
+        raise _Problem(f'unknown type {kind!r} (expected "stdio" or "http")')
+    command = _expand(_string(entry, "command"), "command")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise _Problem('"args" must be a list of strings')
+    env = {k: _expand(v, f"env.{k}") for k, v in _strings(entry, "env").items()}
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise _Problem('"cwd" must be a string')
+    folder_of_server = None if cwd is None else str(folder / _expand(cwd, "cwd"))
+    return StdioMCPServer(
+        command,
+        [_expand(a, f"args[{i}]") for i, a in enumerate(args)],
+        env,
+        folder_of_server,
+        name=name,
+    )
+
+
+def _string(entry: dict[str, Any], key: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise _Problem(f"{key!r} must be a non-empty string")
+    return value
+
+
+def _strings(entry: dict[str, Any], key: str) -> dict[str, str]:
+    value = entry.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _Problem(f"{key!r} must be an object of strings")
+    return value
+
+
+def _expand(text: str, field: str) -> str:
+    """``text`` with ``${VAR}`` / ``${VAR:-default}`` replaced from ``os.environ``."""
+
+    def value(match: re.Match[str]) -> str:
+        variable, default = match.group(1), match.group(2)
+        found = os.environ.get(variable)
+        if found is not None and (found or default is None):
+            return found
+        if default is not None:
+            return default
+        raise _Problem(f"{field} uses ${{{variable}}}, which is not set")
+
+    return _VARIABLE.sub(value, text)

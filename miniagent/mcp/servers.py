@@ -1,0 +1,407 @@
+"""``StdioMCPServer`` and ``HTTPMCPServer``: MCP servers as context managers that give ``Tool``s.
+
+Invariants:
+
+- Synchronous, in the caller's thread: every request blocks until its answer, its timeout or the
+  caller's cancel event; one request at a time per server (a lock serialises threads).
+- ``start()`` (or ``with``) connects and runs the handshake within ``startup_timeout`` seconds;
+  ``close()`` ends the session and, for stdio, stops the server's process group. Both idempotent.
+- A stdio server that died (crash, killed) is started again by the next call; if that fails,
+  the call's result is the error. Nothing is retried within one call: a call in flight when the
+  server died gets an error result naming the exit status and the server's last stderr lines.
+- ``tools()`` lists the tools once and again only after ``notifications/tools/list_changed``.
+- A tool's ``execute`` never raises for a server's failure (it returns an error ``ToolResult``
+  the model can read) except when the run's cancel event was set: then it sends
+  ``notifications/cancelled`` and raises ``MCPError`` (kind ``cancelled``) within about 20 ms,
+  which the agent loop records as ``aborted during execution``.
+- Results are capped at ``max_result_chars`` characters (head and tail kept, with a note) and
+  the values of secret variables (of this process and of the server's ``env``) are replaced
+  with ``***``, as for the built-in tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from ..tools import Tool, ToolResult
+from ._errors import MCPError
+from ._session import Session
+from ._tools import exposed_names, input_schema, is_read_only, result_text
+from ._wire import Transport
+
+__all__ = ["MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_RESULT_CHARS = 30_000
+
+logger = logging.getLogger("miniagent.mcp")
+
+
+class MCPServerBase:
+    """What both kinds of server share: lifecycle, tools, calls (see the module docstring).
+
+    Args:
+        name: the server's name: the prefix of colliding tool names, and in errors and logs.
+        startup_timeout: seconds for connecting and ``initialize``.
+        timeout: seconds one request (a tool call, a listing, a ping) may take.
+        max_result_chars: the cap of one tool result in characters (>= 200).
+    """
+
+    def __init__(self, name: str, startup_timeout: float, timeout: float, max_result_chars: int) -> None:
+        """Check and store the settings; nothing starts yet."""
+        for label, value in (("startup_timeout", startup_timeout), ("timeout", timeout)):
+            if not value > 0 or value == float("inf"):
+                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+        if max_result_chars < 200:
+            raise ValueError("max_result_chars must be at least 200")
+        self.name = name
+        self.startup_timeout = float(startup_timeout)
+        self.timeout = float(timeout)
+        self.max_result_chars = max_result_chars
+        self._session: Session | None = None
+        self._started = False
+        self._definitions: list[dict[str, Any]] | None = None
+        self._lock = threading.RLock()
+        self._redact: Callable[[str], str] | None = None
+
+    # --- what a kind of server provides ---------------------------------------------------------
+
+    def _open(self) -> Transport:
+        raise NotImplementedError
+
+    def _secrets(self) -> list[str]:
+        """Values redacted from results: those of secret variables of this process."""
+        from ..toolbox.environment import secret_values
+
+        return secret_values(os.environ)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> MCPServerBase:
+        """``start()`` and return the server."""
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """``close()``."""
+        self.close()
+
+    def start(self) -> None:
+        """Connect and run the handshake (no-op when connected).
+
+        Raises:
+            MCPError: kind ``start`` (command not found), ``timeout`` (no answer to
+                ``initialize`` within ``startup_timeout``), ``closed`` (the server exited; the
+                error holds its last stderr lines), ``protocol`` or ``error``.
+        """
+        with self._lock:
+            self._connect()
+
+    def close(self) -> None:
+        """End the session; a stdio server's process group is stopped. Never raises."""
+        with self._lock:
+            session, self._session = self._session, None
+            self._started = False
+            if session is not None:
+                session.close()
+
+    def _connect(self) -> Session:
+        session = self._session
+        if session is not None and session.transport.alive():
+            return session
+        if session is not None:
+            logger.warning("[%s] the server is not running any more; starting it again", self.name)
+            self._session = None
+            session.close()
+        transport = self._open()
+        session = Session(transport, self.name)
+        try:
+            session.initialize(self.startup_timeout)
+        except BaseException:
+            session.close()
+            raise
+        self._session = session
+        self._started = True
+        return session
+
+    # --- information ----------------------------------------------------------------------------
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (``{"name", "version"}``); ``{}`` before ``start()``."""
+        return dict(self._session.server_info) if self._session else {}
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol version agreed in ``initialize``; ``""`` before ``start()``."""
+        return self._session.protocol_version if self._session else ""
+
+    @property
+    def instructions(self) -> str:
+        """The server's ``instructions`` for the model, ``""`` when it gave none."""
+        return self._session.instructions if self._session else ""
+
+    # --- requests -------------------------------------------------------------------------------
+
+    def ping(self, timeout: float | None = None) -> None:
+        """Send ``ping`` and wait for the answer (``timeout`` seconds, default ``self.timeout``).
+
+        Raises:
+            MCPError: no answer, an error answer, or the server is not running.
+        """
+        with self._lock:
+            self._connect().request("ping", None, None, timeout or self.timeout)
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The server's tool definitions as MCP sends them (``name``, ``description``,
+        ``inputSchema``, ``annotations``...), listed again only after the server said they changed.
+
+        Raises:
+            MCPError: the server could not be started or listed its tools wrongly.
+        """
+        with self._lock:
+            session = self._connect()
+            if self._definitions is None or session.tools_changed:
+                self._definitions = session.list_tools(self.timeout)
+            return list(self._definitions)
+
+    def tools(self, reserved: Iterable[str] = ()) -> list[Tool]:
+        """The server's tools as ``Tool``s for ``run_agent``.
+
+        Args:
+            reserved: names already used by other tools of the run; a tool whose name is among
+                them (or taken twice within this server) is named ``SERVER__TOOL``.
+
+        Returns:
+            One ``Tool`` per MCP tool: its description (or title), its ``inputSchema``,
+            ``read_only`` from ``annotations.readOnlyHint``, and an ``execute`` that calls the
+            server (see the module docstring for errors and cancel).
+
+        Raises:
+            MCPError: the server could not be started or its tools listed.
+        """
+        definitions = self.list_tools()
+        names = exposed_names(self.name, [d["name"] for d in definitions], reserved)
+        return [self._tool(d, name) for d, name in zip(definitions, names, strict=True)]
+
+    def _tool(self, definition: dict[str, Any], exposed: str) -> Tool:
+        original = definition["name"]
+        description = definition.get("description") or definition.get("title") or ""
+
+        def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
+            try:
+                return self.call_tool(original, arguments, cancel)
+            except MCPError as err:
+                if err.kind == "cancelled":
+                    raise
+                return ToolResult(self._finish(str(err)), is_error=True)
+
+        return Tool(
+            name=exposed,
+            description=str(description),
+            input_schema=input_schema(definition),
+            execute=execute,
+            read_only=is_read_only(definition),
+        )
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Call the server's tool ``name`` (its original MCP name) and map the result.
+
+        Args:
+            name: the tool's MCP name.
+            arguments: its arguments (a JSON object).
+            cancel: when set while waiting, ``notifications/cancelled`` is sent and
+                ``MCPError`` (kind ``cancelled``) raised.
+            timeout: seconds to wait, default ``self.timeout``.
+
+        Returns:
+            The result as text (module docstring of ``_tools``), ``is_error`` from ``isError``.
+
+        Raises:
+            MCPError: cancelled, timed out, a JSON-RPC error answer (e.g. unknown tool), the
+                server exited (a dead server is started again first), or bad arguments (NaN).
+        """
+        params = {"name": name, "arguments": dict(arguments or {})}
+        with self._lock:
+            session = self._connect()
+            try:
+                result = session.request("tools/call", params, cancel, timeout or self.timeout)
+            except ValueError as exc:  # NaN/Infinity in the arguments: not JSON
+                raise MCPError(
+                    f"arguments of {name} are not JSON: {exc}", server=self.name, kind="protocol"
+                ) from None
+        text, is_error = result_text(result)
+        return ToolResult(self._finish(text), is_error)
+
+    def _finish(self, text: str) -> str:
+        """Redact secret values and cap the text (module docstring)."""
+        from ..toolbox.environment import redactor
+        from ..toolbox.output import cap
+
+        if self._redact is None:
+            self._redact = redactor(self._secrets())
+        return cap(self._redact(text), self.max_result_chars)
+
+
+class StdioMCPServer(MCPServerBase):
+    """An MCP server run as a child process, spoken to over its stdin/stdout.
+
+    Args:
+        command: the program (looked up on ``PATH``), e.g. ``"uvx"``, ``"npx"``, ``"python"``.
+        args: its arguments, e.g. ``("mcp-server-time",)``.
+        env: variables added to the child's environment. The child inherits this process's
+            environment without secret variables (``OPENAI_API_KEY``, ``*_TOKEN``, ... as for
+            ``run_command``); a secret the server needs must be given here.
+        cwd: the child's working folder, default this process's.
+        name: the server's name; default the command's file name.
+        startup_timeout: seconds to start and answer ``initialize`` (default 30).
+        timeout: seconds one request may take (default 300).
+        max_result_chars: cap of one tool result in characters (default 30 000).
+
+    The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
+    SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
+    logger (bounded) and its last lines are quoted in errors.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        name: str | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        """Store the settings; the process starts with ``start()`` or ``with``."""
+        if not isinstance(command, str) or not command:
+            raise ValueError("command must be a non-empty string")
+        if isinstance(args, str):
+            raise TypeError("args must be a sequence of strings, not one string")
+        super().__init__(
+            name or os.path.basename(command) or command, startup_timeout, timeout, max_result_chars
+        )
+        self.command = command
+        self.args = tuple(str(a) for a in args)
+        self.env = dict(env or {})
+        self.cwd = None if cwd is None else os.fspath(cwd)
+
+    def __repr__(self) -> str:
+        """``StdioMCPServer(name, command args...)`` (no environment values)."""
+        return f"StdioMCPServer({self.name!r}, {' '.join((self.command, *self.args))!r})"
+
+    def _secrets(self) -> list[str]:
+        from ..toolbox.environment import secret_values
+
+        return secret_values(os.environ, self.env)
+
+    def _open(self) -> Transport:
+        from ..toolbox.environment import scrubbed_environ
+        from ._stdio import StdioTransport
+
+        environ = scrubbed_environ()
+        environ.update(self.env)
+        return StdioTransport(self.name, (self.command, *self.args), environ, self.cwd)
+
+
+class HTTPMCPServer(MCPServerBase):
+    """An MCP server reached over the streamable HTTP transport (needs the ``http`` extra).
+
+    Args:
+        url: the MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
+        headers: extra request headers (e.g. ``Authorization``); their values never appear in
+            errors or logs.
+        name: the server's name; default the URL's host.
+        startup_timeout: seconds to connect and answer ``initialize`` (default 30).
+        timeout: seconds one request may take (default 300).
+        max_result_chars: cap of one tool result in characters (default 30 000).
+
+    Each request is one POST; the answer is JSON or an event stream (server-sent events) that
+    carries the response, possibly after the server's notifications and requests.
+    ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent as the spec says; ``close()`` ends
+    the session with DELETE.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        """Store the settings; nothing is sent before ``start()`` or ``with``."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
+        super().__init__(name or parts.hostname, startup_timeout, timeout, max_result_chars)
+        self.url = url
+        self.headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        """``HTTPMCPServer(name, url)`` (no header values)."""
+        return f"HTTPMCPServer({self.name!r}, {self.url!r})"
+
+    def _secrets(self) -> list[str]:
+        """Secret variables' values and every header value (and its part after a scheme such
+        as ``Bearer``) of at least 8 characters."""
+        values = super()._secrets()
+        for value in self.headers.values():
+            values.extend(v for v in (value, value.partition(" ")[2]) if len(v) >= 8)
+        return values
+
+    def _open(self) -> Transport:
+        from ._http import HTTPTransport
+
+        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout)
+
+
+def mcp_tools(servers: Iterable[MCPServerBase], reserved: Iterable[str] = ()) -> list[Tool]:
+    """The tools of several servers for one run, every name unique.
+
+    Args:
+        servers: started (or startable) servers.
+        reserved: names of the run's other tools (e.g. the built-in ones).
+
+    Returns:
+        The servers' tools in order; a name that two servers share, or that is reserved, becomes
+        ``SERVER__TOOL`` for each server that has it.
+
+    Raises:
+        MCPError: a server could not be started or listed.
+    """
+    from ._tools import safe_name
+
+    servers = list(servers)
+    listed = [[safe_name(d["name"]) for d in s.list_tools()] for s in servers]
+    taken = set(reserved)
+    tools: list[Tool] = []
+    for index, server in enumerate(servers):
+        others = {n for j, names in enumerate(listed) if j != index for n in names}
+        found = server.tools(taken | others)
+        taken.update(t.name for t in found)
+        tools.extend(found)
+    return tools

@@ -1,0 +1,303 @@
+"""The MCP client against real servers over stdio: one written with the official ``mcp`` SDK
+(``tests/mcp/sdk_server.py``), a published one (``mcp-server-time``), and plain processes that
+misbehave (never answer, exit at once, are not found)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from miniagent import ToolCall, run_agent
+from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
+from miniagent.mcp._process import _group_alive
+from miniagent.mcp._tools import exposed_names, result_text, safe_name
+from miniagent.testing import ScriptedClient
+
+pytest.importorskip("mcp")
+pytestmark = pytest.mark.timeout(60)
+
+SDK_SERVER = str(Path(__file__).parent / "mcp" / "sdk_server.py")
+
+
+class _Seen(logging.Handler):
+    """Sets ``event`` when a ``miniagent.mcp`` log line contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.event = threading.Event()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.getMessage()
+        self.lines.append(line)
+        if self.text in line:
+            self.event.set()
+
+
+@pytest.fixture
+def seen() -> Iterator[_Seen]:
+    handler = _Seen("slow started")
+    logger = logging.getLogger("miniagent.mcp")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Iterator[StdioMCPServer]:
+    """One SDK server for the module; it prints a banner (not JSON-RPC) on stdout first."""
+    with StdioMCPServer(sys.executable, [SDK_SERVER, "stdio", "--banner"], name="sdk") as server:
+        yield server
+
+
+# --- lifecycle and listing -------------------------------------------------------------------
+
+
+def test_handshake_and_listing_through_a_banner_on_stdout(sdk: StdioMCPServer) -> None:
+    assert sdk.protocol_version == "2025-11-25"
+    assert sdk.server_info["name"] == "sdk-test"
+    assert sdk.instructions == "Test server for miniagent."
+    tools = {t.name: t for t in sdk.tools()}
+    assert {"add", "fail", "slow", "crash", "picture", "grow"} <= set(tools)
+    assert tools["add"].description == "Add two integers."
+    assert tools["add"].input_schema["required"] == ["a", "b"]
+    assert tools["add"].read_only is True
+    assert tools["fail"].read_only is False
+    sdk.ping()
+
+
+def test_a_call_and_results(sdk: StdioMCPServer) -> None:
+    tools = {t.name: t for t in sdk.tools()}
+    assert tools["add"].execute({"a": 2, "b": 3}, None).content == "5"
+    picture = tools["picture"].execute({}, None)
+    assert picture.content == "[image: image/png, 5 bytes]\na picture"
+    assert picture.is_error is False
+
+
+def test_an_error_result_and_an_unknown_tool(sdk: StdioMCPServer) -> None:
+    failed = sdk.call_tool("fail", {"message": "the disk is full"})
+    assert failed.is_error is True
+    assert "the disk is full" in failed.content
+    unknown = sdk.call_tool("no_such_tool", {})
+    assert unknown.is_error is True
+    assert "no_such_tool" in unknown.content
+
+
+def test_list_changed_is_honoured_on_the_next_listing(sdk: StdioMCPServer) -> None:
+    assert "extra" not in {t.name for t in sdk.tools()}
+    assert sdk.call_tool("grow").content == "grown"
+    tools = {t.name: t for t in sdk.tools()}
+    assert tools["extra"].execute({}, None).content == "extra"
+
+
+def test_pagination_follows_next_cursor() -> None:
+    with StdioMCPServer(sys.executable, [SDK_SERVER, "paged"], name="paged") as server:
+        assert [t.name for t in server.tools()] == ["first", "second", "third"]
+
+
+def test_colliding_names_get_the_server_prefix(sdk: StdioMCPServer) -> None:
+    names = {t.name for t in sdk.tools(reserved={"add", "read_file"})}
+    assert "sdk__add" in names and "add" not in names and "fail" in names
+    assert {t.name for t in mcp_tools([sdk], reserved={"fail"})} >= {"add", "sdk__fail"}
+
+
+# --- cancel and timeouts ---------------------------------------------------------------------
+
+
+def test_cancel_in_a_run_returns_within_200_ms_as_aborted_during_execution(
+    sdk: StdioMCPServer, seen: _Seen
+) -> None:
+    cancel = threading.Event()
+    stopped: list[float] = []
+
+    def cancel_when_the_tool_runs() -> None:
+        assert seen.event.wait(30)
+        stopped.append(time.monotonic())
+        cancel.set()
+
+    helper = threading.Thread(target=cancel_when_the_tool_runs)
+    helper.start()
+    result = run_agent(
+        client=ScriptedClient([[ToolCall("c1", "slow", {"seconds": 30})]]),
+        system="",
+        tools=sdk.tools(),
+        user="wait",
+        max_turns=4,
+        cancel=cancel,
+    )
+    returned = time.monotonic()
+    helper.join()
+    assert result.stop_reason == "aborted"
+    assert result.messages[-1].content == "aborted during execution"
+    assert returned - stopped[0] < 0.2
+    assert sdk.call_tool("add", {"a": 1, "b": 1}).content == "2"  # the server is still usable
+
+
+def test_a_slow_call_times_out_with_an_error_result(sdk: StdioMCPServer) -> None:
+    started = time.monotonic()
+    with pytest.raises(MCPError) as caught:
+        sdk.call_tool("slow", {"seconds": 30}, timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert caught.value.kind == "timeout"
+    assert "did not answer tools/call within 0.3 s" in str(caught.value)
+
+
+# --- servers that fail -----------------------------------------------------------------------
+
+
+def test_a_server_crashing_mid_call_gives_an_error_result_and_the_next_call_restarts_it() -> None:
+    # The shell leaves a child (sleep) in the group that holds stdout open after the server
+    # died: the crash must still be seen at once, and close() must stop the child too.
+    command = ["-c", f"sleep 30 & exec {sys.executable} {SDK_SERVER}"]
+    with StdioMCPServer("/bin/sh", command, name="crashy") as server:
+        tools = {t.name: t for t in server.tools()}
+        started = time.monotonic()
+        crashed = tools["crash"].execute({}, None)
+        assert time.monotonic() - started < 10
+        assert crashed.is_error is True
+        assert "exited with code 3" in crashed.content
+        assert "crashing on purpose" in crashed.content
+        assert tools["add"].execute({"a": 20, "b": 22}, None).content == "42"
+        session = server._session
+        assert session is not None
+        pgid = session.transport.process.pgid  # type: ignore[attr-defined]
+        assert _group_alive(pgid)
+    assert not _group_alive(pgid)
+
+
+def test_a_server_that_never_answers_initialize_is_bounded_and_stopped_with_its_group(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 30 & echo $! > {pid_file}; exec cat > /dev/null"
+    server = StdioMCPServer("/bin/sh", ["-c", script], name="mute", startup_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(MCPError) as caught:
+        server.start()
+    assert time.monotonic() - started < 5
+    assert caught.value.kind == "timeout"
+    assert str(caught.value) == "MCP server 'mute' did not answer initialize within 0.5 s"
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _pid_alive(child)
+
+
+def test_a_server_that_exits_at_once_names_its_exit_and_stderr() -> None:
+    script = "import sys; sys.stderr.write('missing setting FOO\\n'); sys.exit(2)"
+    with pytest.raises(MCPError) as caught:
+        StdioMCPServer(sys.executable, ["-c", script], name="broken").start()
+    assert caught.value.kind == "closed"
+    assert "exited with code 2" in str(caught.value)
+    assert "missing setting FOO" in str(caught.value)
+
+
+def test_a_command_that_does_not_exist() -> None:
+    with pytest.raises(MCPError) as caught:
+        StdioMCPServer("no-such-mcp-server-command", name="ghost").start()
+    assert caught.value.kind == "start"
+    assert str(caught.value) == "MCP server 'ghost' cannot start: no-such-mcp-server-command not found"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+# --- a published server ----------------------------------------------------------------------
+
+
+def test_mcp_server_time_in_a_run() -> None:
+    pytest.importorskip("mcp_server_time")
+    with StdioMCPServer(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
+        tools = {t.name: t for t in server.tools()}
+        assert "get_current_time" in tools
+        client = ScriptedClient([[ToolCall("c1", "get_current_time", {"timezone": "UTC"})], ["It is late."]])
+        result = run_agent(client=client, system="", tools=list(tools.values()), user="time?", max_turns=4)
+    assert result.stop_reason == "complete"
+    answer = result.messages[2]
+    assert answer.role == "tool" and not answer.is_error
+    assert '"timezone": "UTC"' in answer.content
+
+
+# --- mapping, names, errors (no server) ------------------------------------------------------
+
+
+def test_result_text_describes_every_block() -> None:
+    result = {
+        "content": [
+            {"type": "text", "text": "hello"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt", "mimeType": "text/plain"},
+            {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "inside b"}},
+            {"type": "resource", "resource": {"uri": "file:///c.bin", "blob": "AAAA", "mimeType": "x/y"}},
+        ],
+        "isError": True,
+    }
+    text, is_error = result_text(result)
+    assert is_error is True
+    assert text.split("\n") == [
+        "hello",
+        "[audio: audio/wav, 3 bytes]",
+        "[resource link: a.txt file:///a.txt (text/plain)]",
+        "[resource file:///b.txt]",
+        "inside b",
+        "[resource file:///c.bin: x/y, 3 bytes]",
+    ]
+    assert result_text({"content": [], "structuredContent": {"temp": 21}}) == ('{"temp": 21}', False)
+    assert result_text({"content": []}) == ("(no content)", False)
+
+
+def test_names_every_provider_accepts() -> None:
+    assert safe_name("files.read") == "files_read"
+    long = safe_name("x" * 100)
+    assert len(long) == 64 and long.startswith("x" * 55 + "_")
+    assert exposed_names("srv", ["a.b", "a_b", "c"], {"c"}) == ["srv__a_b", "srv__a_b_2", "srv__c"]
+
+
+def test_mcp_error_pickles_to_an_equal_error() -> None:
+    error = MCPError("boom", server="s", kind="error", code=-32602)
+    copy = pickle.loads(pickle.dumps(error))
+    assert copy == error and copy.code == -32602 and copy.server == "s"
+
+
+def test_the_client_imports_only_the_standard_library() -> None:
+    code = "import sys, miniagent.mcp; print(sorted(m for m in ('requests', 'urllib3') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_child_gets_no_secret_variables_unless_given(tmp_path: Path) -> None:
+    env = dict(os.environ, MINIAGENT_TEST_API_KEY="sk-not-for-servers")
+    script = (
+        "import os, sys; sys.stderr.write('key=%s given=%s\\n' % "
+        "(os.environ.get('MINIAGENT_TEST_API_KEY'), os.environ.get('GIVEN_TOKEN'))); sys.exit(1)"
+    )
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        with pytest.raises(MCPError) as caught:
+            StdioMCPServer(sys.executable, ["-c", script], env={"GIVEN_TOKEN": "tok"}).start()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    assert "key=None given=tok" in str(caught.value)

@@ -1,0 +1,141 @@
+"""The MCP client over streamable HTTP against a server written with the official ``mcp`` SDK,
+run on 127.0.0.1 in its own process."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from miniagent import ToolCall, run_agent
+from miniagent.mcp import HTTPMCPServer, MCPError
+from miniagent.testing import ScriptedClient
+
+pytest.importorskip("mcp")
+requests = pytest.importorskip("requests")
+pytestmark = pytest.mark.timeout(60)
+
+SDK_SERVER = str(Path(__file__).parent / "mcp" / "sdk_server.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, SDK_SERVER, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None, "the SDK server exited"
+                assert time.monotonic() < deadline, "the SDK server did not start"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_listing_a_call_and_an_error_result(url: str) -> None:
+    with HTTPMCPServer(url, name="web") as server:
+        assert server.protocol_version == "2025-11-25"
+        assert server.server_info["name"] == "sdk-test"
+        tools = {t.name: t for t in server.tools()}
+        assert tools["add"].read_only is True
+        assert tools["add"].execute({"a": 40, "b": 2}, None).content == "42"
+        failed = tools["fail"].execute({"message": "no such city"}, None)
+        assert failed.is_error and "no such city" in failed.content
+        server.ping()
+
+
+def test_cancel_returns_within_200_ms_as_aborted_during_execution(url: str) -> None:
+    seen = threading.Event()
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "slow started" in record.getMessage():
+                seen.set()
+
+    logger = logging.getLogger("miniagent.mcp")
+    handler, level = Handler(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    cancel = threading.Event()
+    stopped: list[float] = []
+
+    def cancel_when_the_tool_runs() -> None:
+        if seen.wait(30):
+            stopped.append(time.monotonic())
+        cancel.set()
+
+    try:
+        with HTTPMCPServer(url, name="web") as server:
+            helper = threading.Thread(target=cancel_when_the_tool_runs)
+            helper.start()
+            result = run_agent(
+                client=ScriptedClient([[ToolCall("c1", "slow", {"seconds": 30})]]),
+                system="",
+                tools=server.tools(),
+                user="wait",
+                max_turns=4,
+                cancel=cancel,
+            )
+            returned = time.monotonic()
+            helper.join()
+            assert server.call_tool("add", {"a": 1, "b": 2}).content == "3"
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert result.stop_reason == "aborted"
+    assert result.messages[-1].content == "aborted during execution"
+    assert stopped and returned - stopped[0] < 0.2
+
+
+def test_a_timeout_and_a_session_the_server_ended(url: str) -> None:
+    with HTTPMCPServer(url, name="web", timeout=0.3) as server:
+        with pytest.raises(MCPError) as caught:
+            server.call_tool("slow", {"seconds": 30})
+        assert caught.value.kind == "timeout"
+        session_id = server._session.transport.session_id  # type: ignore[union-attr]
+        assert session_id
+        add = {t.name: t for t in server.tools()}["add"]
+        requests.delete(url, headers={"Mcp-Session-Id": session_id}, timeout=5)
+        ended = add.execute({"a": 1, "b": 1}, None)
+        assert ended.is_error
+        assert ended.content == "MCP server 'web': the server ended the session (HTTP 404)"
+        assert add.execute({"a": 1, "b": 1}, None).content == "2"  # a new session
+        assert server._session.transport.session_id != session_id  # type: ignore[union-attr]
+
+
+def test_connection_refused_and_a_wrong_path(url: str) -> None:
+    with pytest.raises(MCPError) as refused:
+        HTTPMCPServer(f"http://127.0.0.1:{_free_port()}/mcp", name="gone").start()
+    assert refused.value.kind == "closed"
+    assert "cannot connect to 127.0.0.1:" in str(refused.value)
+    with pytest.raises(MCPError) as wrong:
+        HTTPMCPServer(url.replace("/mcp", "/nope"), name="wrong").start()
+    assert "answered HTTP 404" in str(wrong.value)
