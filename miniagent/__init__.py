@@ -24,17 +24,18 @@ from .model import (
     ToolSpec,
     UsageEvent,
 )
-from .session import append_session, load_session
+from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
 from .usage import Usage
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr:)
 
 __all__ = [
     "Approval",
     "BeforeToolCall",
     "DoneEvent",
     "EmptyResponseError",
+    "JSONLSession",
     "Message",
     "MiniagentError",
     "ModelClient",
@@ -45,6 +46,7 @@ __all__ = [
     "ReasoningEvent",
     "RunResult",
     "SessionError",
+    "SessionStore",
     "StopReason",
     "TextEvent",
     "Tool",

@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -26,6 +28,8 @@ __all__ = [
     "TerminalApproval",
     "allow_tools",
     "describe_call",
+    "show_call",
+    "visible",
 ]
 
 
@@ -34,11 +38,13 @@ def approve_all(call: ToolCall) -> Approval:
     return Approval(True)
 
 
-def read_only(tools: Iterable[Tool]) -> BeforeToolCall:
+def read_only(tools: Iterable[Tool], *, why: str = "this run is non-interactive") -> BeforeToolCall:
     """Return a policy that approves only tools with ``read_only`` set.
 
     Args:
         tools: the run's tools (their names and ``read_only`` flags are copied now).
+        why: why only read-only tools run, as the refusal says it (e.g. the CLI says
+            ``read-only tools were chosen`` when the user asked for it on a terminal).
 
     Returns:
         A ``BeforeToolCall``. A tool that is not read-only is refused with a reason like
@@ -54,8 +60,8 @@ def read_only(tools: Iterable[Tool]) -> BeforeToolCall:
             return Approval(True)
         return Approval(
             False,
-            f"refused: {call.name} may change files or run commands and this run is "
-            "non-interactive (read-only approval). Answer with what you would change instead, "
+            f"refused: {call.name} may change files or run commands and {why} "
+            "(read-only approval). Answer with what you would change instead, "
             "or ask the user to re-run with --approve all.",
         )
 
@@ -89,28 +95,63 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _printable(text: str) -> str:
-    """Return ``text`` safe to print on a terminal (JSON-quoted when it has control characters)."""
-    return text if text.isprintable() else json.dumps(text)
+def visible(text: str) -> str:
+    """``text`` with every character that is not printable -- control characters (escape
+    sequences), bidirectional and other format characters such as U+202E, line and paragraph
+    separators -- written as a visible escape (``\\x1b``, ``\\u202e``), so a terminal shows what
+    is there and cannot be made to show something else."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def describe_call(call: ToolCall) -> str:
     """Return a one-line summary of ``call``: ``name(key=value, ...)``.
 
-    Values are JSON (control characters and newlines escaped), each shortened to 60 characters,
-    the whole line to 200 characters; shortened parts end with ``…``.
+    Values are JSON (control characters and newlines escaped, other characters that are not
+    printable shown by ``visible``), each shortened to 60 characters, the whole line to 200
+    characters; shortened parts end with ``…``.
     """
     parts = []
     for key, value in call.input.items():
-        shown: Any = json.dumps(value, ensure_ascii=False)
-        parts.append(f"{_printable(str(key))}={_shorten(shown, _VALUE_CHARS)}")
-    return _shorten(f"{_printable(call.name)}({', '.join(parts)})", _LINE_CHARS)
+        shown: Any = visible(json.dumps(value, ensure_ascii=False))
+        parts.append(f"{visible(str(key))}={_shorten(shown, _VALUE_CHARS)}")
+    return _shorten(f"{visible(call.name)}({', '.join(parts)})", _LINE_CHARS)
+
+
+def show_call(call: ToolCall, width: int | None = None) -> str:
+    """Return ``call`` in full for a person to approve: ``name(key=value, ...)`` with every
+    argument whole (JSON values, ``visible`` escapes), wrapped at ``width`` columns (default:
+    the terminal's, at least 40) with continuation lines indented by four spaces. Nothing is
+    shortened, so no part of what would run can be pushed out of sight."""
+    if width is None:
+        width = shutil.get_terminal_size((100, 24)).columns
+    width = max(40, width)
+    parts = [
+        f"{visible(str(key))}={visible(json.dumps(value, ensure_ascii=False))}"
+        for key, value in call.input.items()
+    ]
+    text = f"{visible(call.name)}({', '.join(parts)})"
+    lines = textwrap.wrap(
+        text,
+        width,
+        subsequent_indent="    ",
+        drop_whitespace=False,
+        replace_whitespace=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(lines)
 
 
 class TerminalApproval:
     """Ask a person on a terminal before each call.
 
-    The prompt (written to ``output``) shows the call on one line (``describe_call``) and reads
+    The prompt (written to ``output``) shows the whole call, wrapped (``show_call``), and reads
     one line from ``input``:
 
     - ``y`` / ``yes``: approve this call.
@@ -144,18 +185,20 @@ class TerminalApproval:
         self._output = output
         self._lock = threading.Lock()
 
+    def will_ask(self, call: ToolCall) -> bool:
+        """Whether ``call`` would be shown to the person (``False``: approved without asking)."""
+        return call.name not in self._auto and call.name not in self._always
+
     def __call__(self, call: ToolCall) -> Approval:
         """Return the person's answer for ``call`` (see the class docstring)."""
         with self._lock:
-            if call.name in self._auto or call.name in self._always:
+            if not self.will_ask(call):
                 return Approval(True)
             source = self._input if self._input is not None else sys.stdin
             sink = self._output if self._output is not None else sys.stderr
-            sink.write(f"\ntool call: {describe_call(call)}\n")
+            sink.write(f"\ntool call: {show_call(call)}\n")
             while True:
-                sink.write(
-                    f"approve? [y]es / [n]o (optionally: n REASON) / [a]lways {call.name}: "
-                )
+                sink.write(f"approve? [y]es / [n]o (optionally: n REASON) / [a]lways {call.name}: ")
                 sink.flush()
                 line = source.readline()
                 if not line:

@@ -97,11 +97,16 @@ ModelEvent = TextEvent | ToolCallEvent | ReasoningEvent | UsageEvent | DoneEvent
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """What the model is told about a tool: its name, a description and a JSON Schema of its input."""
+    """What the model is told about a tool: its name, a description and a JSON Schema of its input.
+
+    ``strict``: the schema is in OpenAI's strict-mode form (``@tool(strict=True)``) and providers
+    that can enforce it should (OpenAI-compatible: ``"strict": true`` on the function).
+    """
 
     name: str
     description: str
     input_schema: dict[str, Any]
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True)

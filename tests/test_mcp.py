@@ -1,9 +1,11 @@
 """The MCP client against real servers over stdio: one written with the official ``mcp`` SDK
-(``tests/mcp/sdk_server.py``), a published one (``mcp-server-time``), and plain processes that
-misbehave (never answer, exit at once, are not found)."""
+(``tests/mcp/sdk_server.py``) and plain processes that misbehave (never answer, exit at once,
+stop reading, are not found). The published ``mcp-server-time`` runs in the CLI test
+(``test_mcp_cli.py``) and the README's example."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -17,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from miniagent import ToolCall, run_agent
+from miniagent.approval import ask_on_terminal, read_only
 from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
-from miniagent.mcp._process import _group_alive
 from miniagent.mcp._tools import exposed_names, result_text, safe_name
 from miniagent.testing import ScriptedClient
+from miniagent.toolbox.process import group_alive, running_groups
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(60)
@@ -176,8 +179,10 @@ def test_a_server_crashing_mid_call_gives_an_error_result_and_the_next_call_rest
         session = server._session
         assert session is not None
         pgid = session.transport.process.pgid  # type: ignore[attr-defined]
-        assert _group_alive(pgid)
-    assert not _group_alive(pgid)
+        assert group_alive(pgid)
+        assert pgid in running_groups()  # the CLI's emergency exit reaches it
+    assert not group_alive(pgid)
+    assert pgid not in running_groups()
 
 
 def test_a_server_that_never_answers_initialize_is_bounded_and_stopped_with_its_group(
@@ -223,20 +228,19 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-# --- a published server ----------------------------------------------------------------------
+# --- approval ----------------------------------------------------------------------------------
 
 
-def test_mcp_server_time_in_a_run() -> None:
-    pytest.importorskip("mcp_server_time")
-    with StdioMCPServer(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
-        tools = {t.name: t for t in server.tools()}
-        assert "get_current_time" in tools
-        client = ScriptedClient([[ToolCall("c1", "get_current_time", {"timezone": "UTC"})], ["It is late."]])
-        result = run_agent(client=client, system="", tools=list(tools.values()), user="time?", max_turns=4)
-    assert result.stop_reason == "complete"
-    answer = result.messages[2]
-    assert answer.role == "tool" and not answer.is_error
-    assert '"timezone": "UTC"' in answer.content
+def test_ask_approval_asks_only_for_tools_not_marked_read_only(sdk: StdioMCPServer) -> None:
+    tools = sdk.tools()
+    prompts = io.StringIO()
+    ask = ask_on_terminal(tools, input=io.StringIO("n not now\n"), output=prompts)
+    assert ask(ToolCall("c1", "add", {"a": 1, "b": 2})).approved  # readOnlyHint: no question
+    assert prompts.getvalue() == ""
+    refused = ask(ToolCall("c2", "grow", {}))
+    assert not refused.approved and refused.reason == "refused by the user: not now"
+    assert "tool call: grow()" in prompts.getvalue()
+    assert not read_only(tools)(ToolCall("c3", "grow", {})).approved
 
 
 # --- mapping, names, errors (no server) ------------------------------------------------------
@@ -301,3 +305,30 @@ def test_the_child_gets_no_secret_variables_unless_given(tmp_path: Path) -> None
         os.environ.clear()
         os.environ.update(old)
     assert "key=None given=tok" in str(caught.value)
+
+
+def test_a_request_cut_off_by_a_full_pipe_breaks_the_stream_and_the_next_call_restarts() -> None:
+    stuck = str(Path(__file__).parent / "mcp" / "stuck_server.py")
+    with StdioMCPServer(sys.executable, [stuck], name="stuck", timeout=0.5) as server:
+        assert server.protocol_version == "2025-06-18"  # an older version is accepted
+        take = server.tools()[0]
+        first = server._session
+        assert first is not None
+        small = take.execute({"text": "x"}, None)  # written whole; the server sleeps
+        assert small.is_error and "did not answer tools/call within 0.5 s" in small.content
+        assert first.transport.alive()  # the stream is intact: the server merely is slow
+        big = take.execute({"text": "x" * 1_000_000}, None)  # cannot be written whole
+        assert big.is_error and "within 0.5 s" in big.content
+        assert not first.transport.alive()
+        again = take.execute({"text": "x"}, None)  # a new process: initialize, then stuck again
+        assert server._session is not first and "within 0.5 s" in again.content
+
+
+def test_the_servers_own_requests_and_notifications_during_a_call(seen: _Seen) -> None:
+    asking = str(Path(__file__).parent / "mcp" / "asking_server.py")
+    with StdioMCPServer(sys.executable, [asking], name="asking") as server:
+        assert [t.name for t in server.tools()] == ["talk"]
+        answer = server.call_tool("talk")
+        assert answer.content == "ping s1 {}; sampling s2 -32601"  # ping answered, sampling refused
+        assert "[asking] careful" in seen.lines  # notifications/message went to the log
+        assert [t.name for t in server.tools()] == ["talk", "later"]  # list_changed honoured

@@ -3,7 +3,7 @@ run on 127.0.0.1 in its own process."""
 
 from __future__ import annotations
 
-import logging
+import os
 import socket
 import subprocess
 import sys
@@ -33,12 +33,20 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
+def marker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the server's ``slow`` tool creates when it starts."""
+    return tmp_path_factory.mktemp("mcp") / "slow-started"
+
+
+@pytest.fixture(scope="module", params=["http", "http-json"])
+def url(request: pytest.FixtureRequest, marker: Path) -> Iterator[str]:
+    """The SDK server answering with event streams (``http``) or JSON bodies (``http-json``)."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, SDK_SERVER, "http", str(port)],
+        [sys.executable, SDK_SERVER, request.param, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=dict(os.environ, MCP_TEST_MARKER=str(marker)),
     )
     try:
         deadline = time.monotonic() + 30
@@ -70,49 +78,44 @@ def test_listing_a_call_and_an_error_result(url: str) -> None:
         failed = tools["fail"].execute({"message": "no such city"}, None)
         assert failed.is_error and "no such city" in failed.content
         server.ping()
+        # Keep-alive: every request (initialize, notifications, calls) went over one connection.
+        http = server._session.transport.http  # type: ignore[union-attr]
+        manager = http.get_adapter(url).poolmanager
+        pools = [manager.pools[key] for key in manager.pools.keys()]  # noqa: SIM118 (not iterable)
+        assert [pool.num_connections for pool in pools] == [1]
+        assert pools[0].num_requests >= 6
 
 
-def test_cancel_returns_within_200_ms_as_aborted_during_execution(url: str) -> None:
-    seen = threading.Event()
-
-    class Handler(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "slow started" in record.getMessage():
-                seen.set()
-
-    logger = logging.getLogger("miniagent.mcp")
-    handler, level = Handler(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+def test_cancel_returns_within_200_ms_as_aborted_during_execution(url: str, marker: Path) -> None:
+    marker.unlink(missing_ok=True)
     cancel = threading.Event()
     stopped: list[float] = []
 
     def cancel_when_the_tool_runs() -> None:
-        if seen.wait(30):
-            stopped.append(time.monotonic())
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)  # polls a fact: the file the tool creates when it starts
+        stopped.append(time.monotonic())
         cancel.set()
 
-    try:
-        with HTTPMCPServer(url, name="web") as server:
-            helper = threading.Thread(target=cancel_when_the_tool_runs)
-            helper.start()
-            result = run_agent(
-                client=ScriptedClient([[ToolCall("c1", "slow", {"seconds": 30})]]),
-                system="",
-                tools=server.tools(),
-                user="wait",
-                max_turns=4,
-                cancel=cancel,
-            )
-            returned = time.monotonic()
-            helper.join()
-            assert server.call_tool("add", {"a": 1, "b": 2}).content == "3"
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+    with HTTPMCPServer(url, name="web") as server:
+        helper = threading.Thread(target=cancel_when_the_tool_runs)
+        helper.start()
+        result = run_agent(
+            client=ScriptedClient([[ToolCall("c1", "slow", {"seconds": 30})]]),
+            system="",
+            tools=server.tools(),
+            user="wait",
+            max_turns=4,
+            cancel=cancel,
+        )
+        returned = time.monotonic()
+        helper.join()
+        assert marker.exists()
+        assert server.call_tool("add", {"a": 1, "b": 2}).content == "3"
     assert result.stop_reason == "aborted"
     assert result.messages[-1].content == "aborted during execution"
-    assert stopped and returned - stopped[0] < 0.2
+    assert returned - stopped[0] < 0.2
 
 
 def test_a_timeout_and_a_session_the_server_ended(url: str) -> None:

@@ -23,8 +23,7 @@ from providers_server import (
 )
 
 from miniagent import Message, ProviderError, ToolCall, ToolSpec
-from miniagent.providers import AnthropicClient
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import AnthropicClient, HTTPSettings, RetryPolicy
 from miniagent.providers.anthropic import TRIMMED_PLACEHOLDER, build_messages
 
 pytestmark = pytest.mark.timeout(30)
@@ -48,8 +47,12 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, dict[str, Any]]], str]] = {
 
 
 def client(server: ProviderServer, **kwargs: Any) -> AnthropicClient:
+    """``kwargs``: fields of ``HTTPSettings`` (retry default: none) or of the client."""
+    if "max_retries" in kwargs:
+        kwargs["retry"] = RetryPolicy(max_retries=kwargs.pop("max_retries"))
     kwargs.setdefault("retry", NO_RETRY)
-    return AnthropicClient("claude-test", server.url, **kwargs)
+    client_args = {k: kwargs.pop(k) for k in ("api_key", "temperature", "max_tokens") if k in kwargs}
+    return AnthropicClient("claude-test", server.url, settings=HTTPSettings(**kwargs), **client_args)
 
 
 def stream_body(chunks: list[bytes], **kwargs: Any) -> Outcome:

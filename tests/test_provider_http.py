@@ -26,11 +26,13 @@ from providers_server import (
 from miniagent import ProviderError, TextEvent
 from miniagent.providers import (
     AnthropicClient,
+    HTTPSettings,
     OpenAIChatClient,
+    RetryPolicy,
     create_client,
 )
 from miniagent.providers import ProviderError as ReexportedProviderError
-from miniagent.providers._retry import RetryPolicy, retry_after_seconds
+from miniagent.providers._retry import retry_after_seconds
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -42,7 +44,7 @@ def openai(server: ProviderServer, wait: RecordingWait | None = None, **kwargs: 
     policy = RetryPolicy(
         max_retries=kwargs.pop("max_retries", 3), backoff_base=0.0, wait=wait or RecordingWait()
     )
-    return OpenAIChatClient("m", f"{server.url}/v1", retry=policy, **kwargs)
+    return OpenAIChatClient("m", f"{server.url}/v1", settings=HTTPSettings(retry=policy, **kwargs))
 
 
 def error_reply(status: int, body: bytes, **headers: str) -> Reply:
@@ -165,7 +167,9 @@ def test_connection_refused_is_retried_then_raised() -> None:
         port = s.getsockname()[1]
     wait = RecordingWait()
     client = OpenAIChatClient(
-        "m", f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_retries=2, backoff_base=0.0, wait=wait)
+        "m",
+        f"http://127.0.0.1:{port}/v1",
+        settings=HTTPSettings(retry=RetryPolicy(max_retries=2, backoff_base=0.0, wait=wait)),
     )
     with pytest.raises(ProviderError) as info:
         run(client.stream(request()))
@@ -179,7 +183,8 @@ def test_connection_refused_is_retried_then_raised() -> None:
 
 
 def _no_retry_error(url: str, **kwargs: Any) -> ProviderError:
-    client = OpenAIChatClient("m", url, api_key=KEY, retry=RetryPolicy(max_retries=0), **kwargs)
+    settings = HTTPSettings(retry=RetryPolicy(max_retries=0), **kwargs)
+    client = OpenAIChatClient("m", url, api_key=KEY, settings=settings)
     with pytest.raises(ProviderError) as info:
         run(client.stream(request()))
     text = str(info.value)
@@ -260,7 +265,7 @@ def test_connection_error_tls_certificate_not_accepted(tmp_path: Any) -> None:
 
 def test_connection_error_no_answer_within_the_read_timeout() -> None:
     with ProviderServer(Reply([TEXT], delay=2.0)) as server:
-        error = _no_retry_error(f"{server.url}/v1", timeout=0.3)
+        error = _no_retry_error(f"{server.url}/v1", read_timeout=0.3)
         where = server.url[7:]
     assert str(error) == f"OpenAI: no answer from {where} (no data for 0.3 s)"
 
@@ -431,7 +436,7 @@ def test_closing_an_abandoned_stream_closes_the_connection() -> None:
 
 def test_read_timeout_on_a_silent_server_raises() -> None:
     with ProviderServer(_first_event_then_silence("openai")) as server:
-        stream = openai(server, timeout=0.3).stream(request())
+        stream = openai(server, read_timeout=0.3).stream(request())
         assert next(stream) == TextEvent("Hi")
         with pytest.raises(ProviderError, match="stream broken") as info:
             list(stream)
@@ -443,7 +448,7 @@ def test_read_timeout_on_a_silent_server_raises() -> None:
 def test_read_timeout_waiting_for_headers_is_retried() -> None:
     wait = RecordingWait()
     with ProviderServer(Reply([TEXT], delay=1.0), Reply([TEXT])) as server:
-        outcome = run(openai(server, wait, timeout=0.2).stream(request()))
+        outcome = run(openai(server, wait, read_timeout=0.2).stream(request()))
     assert outcome.text.startswith("I'm unable") and len(wait.delays) == 1
 
 
@@ -475,16 +480,21 @@ def test_create_client(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_create_client_passes_stream_timeout_and_options() -> None:
-    c = create_client("openai", "m", "http://127.0.0.1:9/v1", stream_timeout=2.5, timeout=7.0, max_retries=1)
+    retry = RetryPolicy(max_retries=1)
+    url = "http://127.0.0.1:9/v1"
+    headers = {"X": "1"}
+    c = create_client("openai", "m", url, stream_timeout=2.5, read_timeout=7.0, retry=retry, headers=headers)
     assert isinstance(c, OpenAIChatClient)
-    transport = c._transport
-    assert (transport.stream_timeout, transport.timeout, transport.retry.max_retries) == (2.5, 7.0, 1)
+    assert c.settings == HTTPSettings(read_timeout=7.0, stream_timeout=2.5, retry=retry, headers=headers)
     a = create_client("anthropic", "m", "http://127.0.0.1:9", None, stream_timeout=1.0, max_tokens=99)
     assert isinstance(a, AnthropicClient) and a.max_tokens == 99
-    assert a._transport.stream_timeout == 1.0
-    assert create_client("openai", "m", "http://127.0.0.1:9/v1")._transport.stream_timeout is None  # type: ignore[attr-defined]
-    with pytest.raises(TypeError):
+    assert a.settings.stream_timeout == 1.0
+    default = create_client("openai", "m", "http://127.0.0.1:9/v1")
+    assert isinstance(default, OpenAIChatClient) and default.settings == HTTPSettings()
+    with pytest.raises(TypeError, match="no_such_option"):
         create_client("openai", "m", "http://127.0.0.1:9/v1", no_such_option=1)
+    with pytest.raises(TypeError, match="max_retries"):  # one way to set retries: retry=RetryPolicy(...)
+        create_client("openai", "m", "http://127.0.0.1:9/v1", max_retries=1)
 
 
 def test_importing_the_core_does_not_import_requests() -> None:

@@ -23,8 +23,7 @@ import pytest
 from providers_server import LoopbackServer, RecordingWait, first_text_event, fixture, request, run
 
 from miniagent import ProviderError, TextEvent, run_agent
-from miniagent.providers import AnthropicClient, OpenAIChatClient
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
 from tests.helpers import recording_tool
 
 pytestmark = pytest.mark.timeout(60)
@@ -119,8 +118,8 @@ class KeepAliveServer(LoopbackServer):
 def make_client(provider: str, server: KeepAliveServer, wait: RecordingWait | None = None) -> Any:
     policy = RetryPolicy(max_retries=3, backoff_base=0.0, wait=wait or RecordingWait())
     if provider == "openai":
-        return OpenAIChatClient("m", f"{server.url}/v1", retry=policy)
-    return AnthropicClient("m", server.url, retry=policy)
+        return OpenAIChatClient("m", f"{server.url}/v1", settings=HTTPSettings(retry=policy))
+    return AnthropicClient("m", server.url, settings=HTTPSettings(retry=policy))
 
 
 def three_turns(provider: str) -> list[bytes]:

@@ -24,8 +24,7 @@ from providers_server import (
 )
 
 from miniagent import Message, ProviderError, ToolCall, ToolSpec
-from miniagent.providers import OpenAIChatClient
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -78,8 +77,10 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, dict[str, Any]]], str]] = {
 
 
 def client(server: ProviderServer, **kwargs: Any) -> OpenAIChatClient:
+    """``kwargs``: fields of ``HTTPSettings`` (retry default: none) or of the client."""
     kwargs.setdefault("retry", NO_RETRY)
-    return OpenAIChatClient("test-model", f"{server.url}/v1", **kwargs)
+    client_args = {k: kwargs.pop(k) for k in ("api_key", "temperature", "max_tokens") if k in kwargs}
+    return OpenAIChatClient("test-model", f"{server.url}/v1", settings=HTTPSettings(**kwargs), **client_args)
 
 
 def stream_body(chunks: list[bytes], **kwargs: Any) -> Outcome:

@@ -29,17 +29,16 @@ from providers_server import (
 
 from miniagent import ProviderError
 from miniagent.agent import run_agent
-from miniagent.providers import AnthropicClient, OpenAIChatClient
+from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
 from miniagent.providers._config import is_local_url
 from miniagent.providers._decode import parse_tool_input
-from miniagent.providers._retry import RetryPolicy
 from miniagent.tools import Tool, tool
 
 pytestmark = pytest.mark.timeout(30)
 
 KEY = "sk-env-KEY-should-not-leave-1234"
 EXPLICIT = "sk-explicit-KEY-5678"
-NO_RETRY = RetryPolicy(max_retries=0)
+NO_RETRY = HTTPSettings(retry=RetryPolicy(max_retries=0))
 
 # --- 1. environment keys never go to a loopback server, whatever the host's spelling -----------
 
@@ -89,9 +88,9 @@ def _port(server: ProviderServer) -> int:
 
 def _stream_once(provider: str, base: str, api_key: str | None = None) -> None:
     if provider == "openai":
-        client: Any = OpenAIChatClient("m", f"{base}/v1", api_key, retry=NO_RETRY)
+        client: Any = OpenAIChatClient("m", f"{base}/v1", api_key, settings=NO_RETRY)
     else:
-        client = AnthropicClient("m", base, api_key, retry=NO_RETRY)
+        client = AnthropicClient("m", base, api_key, settings=NO_RETRY)
     try:
         list(client.stream(request()))
     except ProviderError:
@@ -274,9 +273,9 @@ def test_nan_arguments_are_answered_with_an_error_and_the_session_stays_strict_j
     session = tmp_path / "session.jsonl"
     with ProviderServer(Reply([body]), Reply([_final(provider)])) as server:
         if provider == "openai":
-            client: Any = OpenAIChatClient("m", f"{server.url}/v1", retry=NO_RETRY)
+            client: Any = OpenAIChatClient("m", f"{server.url}/v1", settings=NO_RETRY)
         else:
-            client = AnthropicClient("m", server.url, retry=NO_RETRY)
+            client = AnthropicClient("m", server.url, settings=NO_RETRY)
         try:
             result = run_agent(
                 client=client,
@@ -307,7 +306,7 @@ def test_nan_in_an_unused_event_field_is_harmless() -> None:
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, done=True
     )
     with ProviderServer(Reply([body])) as server:
-        client = OpenAIChatClient("m", f"{server.url}/v1", retry=NO_RETRY)
+        client = OpenAIChatClient("m", f"{server.url}/v1", settings=NO_RETRY)
         try:
             outcome = run(client.stream(request()))
         finally:
@@ -321,7 +320,7 @@ def test_nan_in_an_unused_event_field_is_harmless() -> None:
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
 def test_anthropic_base_url_with_or_without_v1(suffix: str) -> None:
     with ProviderServer(Reply([first_text_event("anthropic")])) as server:
-        client = AnthropicClient("m", f"{server.url}{suffix}", retry=NO_RETRY)
+        client = AnthropicClient("m", f"{server.url}{suffix}", settings=NO_RETRY)
         assert client.base_url == server.url
         try:
             with pytest.raises(ProviderError):  # the reply is cut after "Hi"
@@ -364,7 +363,7 @@ def test_broken_first_event_is_retried_and_the_error_says_so() -> None:
     wait = RecordingWait()
     policy = RetryPolicy(max_retries=3, backoff_base=0.0, wait=wait)
     with ProviderServer(Reply([b"data: {not json\n\n"])) as server:
-        client = OpenAIChatClient("m", f"{server.url}/v1", retry=policy)
+        client = OpenAIChatClient("m", f"{server.url}/v1", settings=HTTPSettings(retry=policy))
         try:
             with pytest.raises(ProviderError, match=r"not valid JSON.*\(after 3 retries\)$") as info:
                 run(client.stream(request()))
@@ -379,7 +378,7 @@ def test_one_retry_is_singular_and_no_retry_adds_nothing() -> None:
     for retries, suffix in ((1, " (after 1 retry)"), (0, "boom")):
         policy = RetryPolicy(max_retries=retries, backoff_base=0.0, wait=RecordingWait())
         with ProviderServer(err) as server:
-            client = OpenAIChatClient("m", f"{server.url}/v1", retry=policy)
+            client = OpenAIChatClient("m", f"{server.url}/v1", settings=HTTPSettings(retry=policy))
             try:
                 with pytest.raises(ProviderError) as info:
                     run(client.stream(request()))

@@ -20,10 +20,11 @@ from miniagent import Message, ToolCall, ToolResult, run_agent
 from miniagent.testing import ScriptedClient, Turn
 from miniagent.toolbox import Workspace, cap, default_tools, run_shell
 from miniagent.toolbox.output import OutputBuffer
-from miniagent.toolbox.shell import _group_alive
+from miniagent.toolbox.process import group_alive
 from miniagent.tools import Tool, check_input
 
 Run = Callable[..., ToolResult]
+ECHO_PGID = "awk '{print $5}' /proc/$$/stat"  # the command's process group id ($$ runs under the reaper)
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def group_gone(pgid: int, within: float = 5.0) -> bool:
     """Check that no member of group ``pgid`` is alive now, then poll until ``killpg(pgid, 0)``
     raises ProcessLookupError (killed orphans stay zombies until init reaps them, which takes
     up to ~2 s in some containers)."""
-    assert not _group_alive(pgid), "a member of the group is still running"
+    assert not group_alive(pgid), "a member of the group is still running"
     deadline = time.monotonic() + within
     while True:
         try:
@@ -245,7 +246,12 @@ def test_read_file_offset_limit(ws: Path, run: Run) -> None:
     assert run("read_file", path="n.txt", offset=9).content == "line 9\nline 10\n"
     past = run("read_file", path="n.txt", offset=11)
     assert past.is_error and "past the end" in past.content and "10 lines" in past.content
-    assert run("read_file", path="n.txt", offset=0).is_error
+    # offset 0: the input check refuses it (the schema's minimum), and so does the tool itself
+    read_file = tools_for(ws)["read_file"]
+    assert check_input(read_file.input_schema, {"path": "n.txt", "offset": 0}) == (
+        "input.offset: 0 is less than the minimum 1"
+    )
+    assert read_file.execute({"path": "n.txt", "offset": 0}, None).is_error
 
 
 def test_read_file_errors(ws: Path, run: Run) -> None:
@@ -383,7 +389,9 @@ def test_list_dir_depth(ws: Path, run: Run) -> None:
     assert run("list_dir", path="a/b").content == "a/b/c/"
     assert run("list_dir", path="top.txt").is_error
     assert run("list_dir", path="nope").is_error
-    assert run("list_dir", depth=0).is_error
+    list_dir = tools_for(ws)["list_dir"]  # depth 0: refused by the input check and by the tool
+    assert check_input(list_dir.input_schema, {"depth": 0}) == "input.depth: 0 is less than the minimum 1"
+    assert list_dir.execute({"depth": 0}, None).is_error
     (ws / "empty").mkdir()
     assert run("list_dir", path="empty").content == "(empty is empty)"
 
@@ -399,6 +407,34 @@ def test_grep_results_and_glob(ws: Path, run: Run) -> None:
     assert run("grep", pattern="return", path="src/a.py").content == "src/a.py:2:     return 1"
     none = run("grep", pattern="zzz")
     assert not none.is_error and "no matches" in none.content
+
+
+def test_grep_long_line_is_cut_with_the_one_marker(ws: Path, run: Run) -> None:
+    (ws / "long.txt").write_text("foo" + "x" * 997 + "\n")
+    result = run("grep", pattern="foo")
+    assert result.content == (
+        "long.txt:1: foo" + "x" * 497 + " [... 500 characters left out ...] [match at column 1]"
+    )
+
+
+def test_grep_hit_far_into_a_long_line_shows_a_window_around_it(ws: Path, run: Run) -> None:
+    """The issue's case: a hit at column 22,905 of a 22,940-character line."""
+    line = "a" * 22_904 + "NEEDLE" + "b" * 30
+    (ws / "min.js").write_text(line + "\n")
+    content = run("grep", pattern="NEEDLE").content
+    window = r"min\.js:1: \[\.\.\. (\d+) characters left out \.\.\.\] (a*NEEDLEb*) \[match at column 22905\]"
+    match = re.fullmatch(window, content)
+    assert match, content
+    assert len(match.group(2)) == 500 and int(match.group(1)) + 500 == len(line)
+    middle = "x" * 10_000 + "HIT" + "y" * 10_000
+    (ws / "mid.txt").write_text(middle + "\n")
+    shown = run("grep", pattern="HIT", path="mid.txt").content
+    assert shown.count("characters left out") == 2 and "[match at column 10001]" in shown
+
+
+def test_write_file_lone_surrogate_becomes_the_replacement_character(ws: Path, run: Run) -> None:
+    assert not run("write_file", path="s.txt", content="a\ud800b").is_error
+    assert (ws / "s.txt").read_text(encoding="utf-8") == "a\ufffdb"
 
 
 def test_grep_bad_regex_and_missing_path(run: Run) -> None:
@@ -428,14 +464,14 @@ def test_command_non_utf8_bytes_are_replaced(run: Run) -> None:
 
 def test_command_timeout_kills_a_group_that_ignores_sigterm(ws: Path) -> None:
     started = time.monotonic()
-    outcome = run_shell("trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5)
+    outcome = run_shell(f"trap '' TERM; {ECHO_PGID}; sleep 30", ws, timeout=0.3, kill_grace=0.5)
     elapsed = time.monotonic() - started
     print(f"timeout + grace took {elapsed:.3f} s")
     assert outcome.stopped == "timeout"
     assert outcome.returncode == -signal.SIGKILL
     assert outcome.output.strip() == str(outcome.pgid)
     assert 0.75 <= elapsed < 3.0  # 0.3 s timeout + 0.5 s grace before SIGKILL
-    assert not _group_alive(outcome.pgid)
+    assert not group_alive(outcome.pgid)
 
 
 def test_command_timeout_note(run: Run) -> None:
@@ -458,7 +494,7 @@ def test_command_cancel_from_another_thread(ws: Path, run: Run) -> None:
 
     thread = threading.Thread(target=canceller)
     thread.start()
-    result = run("run_command", cancel, command="echo $$; touch started; sleep 30")
+    result = run("run_command", cancel, command=f"{ECHO_PGID}; touch started; sleep 30")
     returned_at = time.monotonic()
     thread.join()
     assert marker.exists()
@@ -477,12 +513,12 @@ def test_cancel_already_set_does_not_run_long(ws: Path) -> None:
     outcome = run_shell("sleep 30", ws, timeout=30, cancel=cancel)
     assert outcome.stopped == "cancelled"
     assert outcome.seconds < 1.0
-    assert not _group_alive(outcome.pgid)
+    assert not group_alive(outcome.pgid)
 
 
 def test_background_child_does_not_hang_or_survive(run: Run) -> None:
     started = time.monotonic()
-    result = run("run_command", command="echo $$; sleep 30 & echo started")
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 & echo started")
     elapsed = time.monotonic() - started
     print(f"background child command took {elapsed:.3f} s")
     lines = result.content.splitlines()
@@ -492,8 +528,8 @@ def test_background_child_does_not_hang_or_survive(run: Run) -> None:
 
 
 def test_background_child_with_closed_output_is_stopped_too(run: Run) -> None:
-    result = run("run_command", command="echo $$; sleep 30 >/dev/null 2>&1 &")
-    assert not _group_alive(int(result.content.splitlines()[0]))
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 >/dev/null 2>&1 &")
+    assert not group_alive(int(result.content.splitlines()[0]))
 
 
 def test_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> None:
@@ -506,14 +542,14 @@ def test_timeout_is_bounded_in_the_schema_and_in_code(ws: Path, run: Run) -> Non
 
 
 @pytest.mark.parametrize("tool_name", ["run_command", "grep"])
-def test_a_nan_timeout_is_refused_and_infinity_is_bounded(ws: Path, tool_name: str) -> None:
-    # JSON decoders accept NaN; a NaN deadline would never pass (found in review).
+def test_a_nan_or_infinite_timeout_is_an_error_result(ws: Path, tool_name: str) -> None:
+    # JSON decoders accept NaN; a NaN deadline would never pass (found in review). 1e400 decodes
+    # to infinity and 10**400 overflows float() (issue 13): error results, never a raise.
     tool = tools_for(ws)[tool_name]
     arguments = {"command": "echo hi"} if tool_name == "run_command" else {"pattern": "x"}
-    result = tool.execute({**arguments, "timeout": float("nan")}, None)
-    assert result == ToolResult("timeout must be a positive number of seconds", is_error=True)
-    result = tool.execute({**arguments, "timeout": float("inf")}, None)
-    assert result.content.startswith("[timeout lowered to the maximum of")
+    for timeout in (float("nan"), float("inf"), 10**400):
+        result = tool.execute({**arguments, "timeout": timeout}, None)
+        assert result == ToolResult("timeout must be a positive, finite number of seconds", is_error=True)
 
 
 def test_no_threads_outlive_a_command(run: Run) -> None:
@@ -574,7 +610,7 @@ def test_fifo_is_not_read_and_does_not_hang_grep(ws: Path, run: Run) -> None:
     os.mkfifo(ws / "pipe")
     (ws / "a.txt").write_text("needle\n")
     result = run("read_file", path="pipe")
-    assert result == ToolResult("pipe is not a regular file", is_error=True)
+    assert result == ToolResult("pipe is a named pipe (FIFO), not a regular file; refused", is_error=True)
     found = run("grep", pattern="needle")
     assert found.content == "a.txt:1: needle\n[skipped: 1 special files (not regular)]"
 
@@ -675,7 +711,9 @@ def test_parent_environ_read_through_proc_is_redacted(ws: Path) -> None:
         "import sys\n"
         "from miniagent.toolbox import default_tools\n"
         "tool = {t.name: t for t in default_tools(sys.argv[1])}['run_command']\n"
-        "result = tool.execute({'command': \"cat /proc/$PPID/environ | tr '\\\\0' '\\\\n'\"}, None)\n"
+        # The shell's parent is the reaper; its parent is this process, the one running the tool.
+        "command = \"cat /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ | tr '\\\\0' '\\\\n'\"\n"
+        "result = tool.execute({'command': command}, None)\n"
         "sys.stdout.write(result.content)\n"
     )
     env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "MY_SETTING": "visible-value"}
@@ -731,9 +769,9 @@ def test_invalid_command_env_is_refused(ws: Path, env: dict[str, Any], error: ty
 
 
 def shell_running() -> set[int]:
-    from miniagent.toolbox.shell import _RUNNING
+    from miniagent.toolbox.process import running_groups
 
-    return set(_RUNNING)
+    return set(running_groups())
 
 
 def live_children() -> list[int]:
@@ -849,12 +887,14 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
         "top": str(ws.resolve()),
         "is_dir": True,
         "pattern": "hit",
-        "glob": "*.txt",
+        "glob_name": r"[^/]*\.txt",
+        "glob_path": None,
         "max_matches": 10,
         "max_line_chars": 50,
         "max_file_bytes": 1000,
         "sniff_bytes": 100,
         "skipped_folders": [".git"],
+        "max_memory_bytes": 192 * 1024 * 1024,
     }
     argv = search._worker_argv()
     done = subprocess.run(
@@ -865,7 +905,7 @@ def test_grep_worker_imports_only_the_standard_library(ws: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        b'["match", "a.txt:1: hit"]',
+        b'["match", {"path": "a.txt", "line": 1, "text": "hit"}]',
         b'["done", {"skipped": {}, "full": false}]',
     ]
     imported = {line.split(b"|")[-1].strip() for line in done.stderr.splitlines()}
@@ -900,3 +940,18 @@ def test_secret_values_in_files_are_redacted_from_every_tool_result(
     assert "sk-test-SECRET123" not in tools["run_command"].execute({"command": "cat k.env"}, None).content
     monkeypatch.delenv("OPENAI_API_KEY")
     assert "sk-test-SECRET123" in tools["read_file"].execute({"path": "k.env"}, None).content
+
+
+def test_run_command_leaves_no_escaped_descendant(ws: Path, run: Run) -> None:
+    """Issue 14 kind 7: `set -m` puts the child in a new group; it survived the tool before."""
+    token = f"{5000 + os.getpid() % 1000}.25"
+    result = run("run_command", command=f"bash -c 'set -m; sleep {token} &'; setsid sleep {token} & echo ok")
+    assert result.content == "ok\nexit code: 0"
+    deadline = time.monotonic() + 3
+    while any(
+        token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and Path(f"/proc/{pid}/cmdline").exists()
+    ):
+        assert time.monotonic() < deadline, "a descendant of the command survived it"
+        time.sleep(0.02)

@@ -13,6 +13,9 @@
   shuts the socket down when the cancel event is set (also while waiting for the response
   headers), and the socket's read timeout is the time left until the deadline (checked again
   after every chunk, so keep-alive comments cannot extend it).
+- Keep-alive: once the response was found, the rest of the body (the end of the event stream)
+  is read for at most 0.2 s (the providers' ``_release``) and the connection goes back to the
+  pool for the next request; after a cancel, a timeout or an error it is closed.
 - Header values (``Authorization``...) never appear in errors or logs.
 """
 
@@ -26,8 +29,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import requests
+from urllib3 import BaseHTTPResponse
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
+from urllib3.util import Timeout
 
 from ..providers import _http as provider_http
+from ..providers._urllib3 import OpenFailed, new_session, open_response, response_socket
+from ..providers._watcher import SocketWatcher
 from ..providers.sse import SSEDecoder
 from ._errors import MCPError
 from ._wire import Handler, Interrupted, Message, encode, is_response
@@ -62,7 +70,7 @@ class HTTPTransport:
         self.url = url
         self.extra_headers = dict(headers)
         self.connect_timeout = min(connect_timeout, CONNECT_TIMEOUT)
-        self.http = provider_http.new_session()
+        self.http = new_session()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._failure: str | None = None
@@ -78,15 +86,18 @@ class HTTPTransport:
     ) -> Message:
         """POST ``message`` and return its response (``_wire.Transport``)."""
         self._check_usable()
-        watcher = provider_http.SocketWatcher(cancel) if cancel is not None else None
-        response: requests.Response | None = None
+        watcher = SocketWatcher(cancel) if cancel is not None else None
+        response: BaseHTTPResponse | None = None
         try:
             response = self._post(encode(message), cancel, deadline, watcher)
             if watcher is not None:
-                watcher.attach(provider_http._response_socket(response))
+                watcher.attach(response_socket(response))
             if message.get("method") == "initialize":
                 self.session_id = response.headers.get("mcp-session-id") or None
-            return self._answer(message, response, handler, cancel, deadline)
+            answer = self._answer(message, response, handler, cancel, deadline)
+            if watcher is None or watcher.stop():  # the socket is intact: keep the connection
+                provider_http._release(response)
+            return answer
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -99,11 +110,10 @@ class HTTPTransport:
             return
         try:
             response = self._post(encode(message), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            provider_http._release(response)
             response.close()
-            if response.status_code >= 300:
-                logger.debug(
-                    "[%s] %s answered HTTP %s", self.name, message.get("method"), response.status_code
-                )
+            if response.status >= 300:
+                logger.debug("[%s] %s answered HTTP %s", self.name, message.get("method"), response.status)
         except (MCPError, Interrupted, ValueError) as exc:
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
 
@@ -148,28 +158,20 @@ class HTTPTransport:
         payload: bytes,
         cancel: threading.Event | None,
         deadline: float | None,
-        watcher: provider_http.SocketWatcher | None,
-    ) -> requests.Response:
-        """One POST (stream=True); its socket is reported to ``watcher`` while it is sent."""
+        watcher: SocketWatcher | None,
+    ) -> BaseHTTPResponse:
+        """One POST (body streamed); ``watcher`` gets its socket before it connects."""
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled")
         read_timeout = None if deadline is None else self._left(deadline)
         connect_timeout = (
             self.connect_timeout if read_timeout is None else min(self.connect_timeout, read_timeout)
         )
-        provider_http._tls.watcher = watcher  # the providers' hook: report the socket at once
+        timeout = Timeout(connect=connect_timeout, read=read_timeout)
         try:
-            return self.http.post(
-                self.url,
-                data=payload,
-                headers=self._headers(),
-                stream=True,
-                timeout=(connect_timeout, read_timeout),
-            )
-        except requests.RequestException as exc:
-            raise self._request_failed(exc, cancel, deadline) from None
-        finally:
-            provider_http._tls.watcher = None
+            return open_response(self.http, self.url, self._headers(), payload, timeout, watcher)
+        except OpenFailed as failed:
+            raise self._request_failed(failed.cause, cancel, deadline) from None
 
     def _request_failed(
         self, exc: BaseException, cancel: threading.Event | None, deadline: float | None
@@ -178,10 +180,11 @@ class HTTPTransport:
             return Interrupted("cancelled")
         if deadline is not None and time.monotonic() >= deadline - 0.01:
             return Interrupted("timeout")
-        if isinstance(exc, requests.Timeout):
+        connect_timeout = isinstance(exc, ConnectTimeoutError) and not isinstance(exc, NewConnectionError)
+        if connect_timeout or isinstance(exc, (requests.Timeout, ReadTimeoutError, TimeoutError)):
             return Interrupted("timeout")
         cause = type(exc).__name__
-        if isinstance(exc, requests.ConnectionError):
+        if not isinstance(exc, ValueError):  # not a URL problem: the connection failed
             return MCPError(
                 f"MCP server {self.name!r}: cannot connect to {provider_http._host_port(self.url)} ({cause})",
                 server=self.name,
@@ -203,12 +206,12 @@ class HTTPTransport:
     def _answer(
         self,
         message: Message,
-        response: requests.Response,
+        response: BaseHTTPResponse,
         handler: Handler,
         cancel: threading.Event | None,
         deadline: float | None,
     ) -> Message:
-        status = response.status_code
+        status = response.status
         wanted = message["id"]
         if status == 404 and self.session_id is not None and message.get("method") != "initialize":
             self._failure = "the server ended the session (HTTP 404)"
@@ -240,7 +243,7 @@ class HTTPTransport:
 
     def _error_status(
         self,
-        response: requests.Response,
+        response: BaseHTTPResponse,
         wanted: Any,
         media: str,
         cancel: threading.Event | None,
@@ -256,7 +259,7 @@ class HTTPTransport:
             if isinstance(value, dict) and isinstance(value.get("error"), dict):
                 return {"jsonrpc": "2.0", "id": wanted, "error": value["error"]}
         snippet = body.decode("utf-8", "replace").strip()[:_SNIPPET_CHARS]
-        raise self._protocol(f"answered HTTP {response.status_code}: {snippet or '(empty body)'}")
+        raise self._protocol(f"answered HTTP {response.status}: {snippet or '(empty body)'}")
 
     def _dispatch(self, value: Any, wanted: Any, handler: Handler) -> Message | None:
         """Hand every message but the awaited response to ``handler``; return the response."""
@@ -275,7 +278,9 @@ class HTTPTransport:
 
     def _reply(self, reply: Message) -> None:
         try:
-            self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None).close()
+            response = self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            provider_http._release(response)
+            response.close()
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] reply not sent: %s", self.name, exc)
 
@@ -287,10 +292,10 @@ class HTTPTransport:
             raise self._protocol(f"sent a body that is not JSON: {snippet}") from None
 
     def _chunks(
-        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: float | None
     ) -> Iterator[bytes]:
-        raw: Any = response.raw
-        sock = provider_http._response_socket(response)
+        raw: Any = response
+        sock = response_socket(response)
         while True:
             if cancel is not None and cancel.is_set():
                 raise Interrupted("cancelled")
@@ -314,7 +319,7 @@ class HTTPTransport:
 
     def _read_all(
         self,
-        response: requests.Response,
+        response: BaseHTTPResponse,
         cancel: threading.Event | None,
         deadline: float | None,
         limit: int = MAX_BODY_BYTES,
@@ -329,7 +334,7 @@ class HTTPTransport:
         return bytes(body)
 
     def _events(
-        self, response: requests.Response, cancel: threading.Event | None, deadline: float | None
+        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: float | None
     ) -> Iterator[Any]:
         decoder = SSEDecoder()
         for chunk in self._chunks(response, cancel, deadline):

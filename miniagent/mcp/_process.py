@@ -1,20 +1,19 @@
-"""The server's child process: start in its own process group, log its stderr, stop the group.
+"""The server's child process on the toolbox's process machinery, plus its stderr log.
 
 Invariants:
 
-- The server runs in a new session (``start_new_session``): its own process group, whose id is
-  the server's pid, so stopping it also stops what it started (``npx`` starts ``node``, ``uvx``
-  starts ``python``).
+- The server is started by ``toolbox.process.start_child``: a new session (its own process
+  group, whose id is the server's pid, so stopping it also stops what it started: ``npx``
+  starts ``node``, ``uvx`` starts ``python``), registered while it runs, so the CLI's emergency
+  exit (``kill_running_children``) reaches it too.
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
   ``STDERR_LOG_BYTES`` per process, lines cut at ``STDERR_LINE_CHARS``) and keeps the last lines
   for error messages, so a chatty server never blocks on a full stderr pipe.
 - Stopping follows the MCP stdio transport's shutdown (spec 2025-11-25, "Lifecycle /
-  Shutdown"): close stdin, wait ``exit_grace`` seconds for the server to exit, then SIGTERM to
-  the group, then SIGKILL after ``kill_grace`` seconds; leftovers of the group are stopped the same
-  way even when the server itself exited.
-- Every running group is in a registry, so ``kill_running_servers()`` can SIGKILL them from a
-  signal handler when the process must exit at once.
+  Shutdown"): close stdin, wait ``exit_grace`` seconds for the server to exit, then
+  ``toolbox.process.stop_child``: SIGTERM to the group, SIGKILL after ``kill_grace`` seconds;
+  leftovers of the group are stopped the same way even when the server itself exited.
 """
 
 from __future__ import annotations
@@ -22,12 +21,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
-import signal
 import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
+
+from ..toolbox.process import KILL_GRACE_SECONDS, group_alive, start_child, stop_child
 
 __all__ = [
     "EXIT_GRACE_SECONDS",
@@ -35,26 +33,15 @@ __all__ = [
     "STDERR_LOG_BYTES",
     "STDERR_LINE_CHARS",
     "ServerProcess",
-    "kill_running_servers",
+    "group_alive",
 ]
 
 EXIT_GRACE_SECONDS = 1.0
-KILL_GRACE_SECONDS = 0.5
 STDERR_LOG_BYTES = 256 * 1024
 STDERR_LINE_CHARS = 500
 _TAIL_LINES = 20
-_POLL_SECONDS = 0.01
 
 logger = logging.getLogger("miniagent.mcp")
-
-_RUNNING: set[int] = set()  # process groups of running servers (for an emergency exit)
-
-
-def kill_running_servers() -> None:
-    """SIGKILL the process group of every MCP server running now. Safe in a signal handler."""
-    for pgid in tuple(_RUNNING):
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
 
 
 class ServerProcess:
@@ -74,18 +61,10 @@ class ServerProcess:
     def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
         """Start the process (see the class docstring)."""
         self.name = name
-        self.popen = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-            close_fds=True,
+        self.popen = start_child(
+            argv, cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         self.pgid = self.popen.pid
-        _RUNNING.add(self.pgid)
         self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         self._reader = threading.Thread(
             target=self._read_stderr, name=f"miniagent-mcp-stderr-{name}", daemon=True
@@ -128,67 +107,18 @@ class ServerProcess:
         return self.popen.poll() is None
 
     def stop(self, exit_grace: float = EXIT_GRACE_SECONDS, kill_grace: float = KILL_GRACE_SECONDS) -> None:
-        """Stop the server and its process group (order: module docstring). Never raises;
-        idempotent. Returns once the server has been reaped (or SIGKILL was sent)."""
-        stdin = self.popen.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                stdin.close()
+        """Stop the server and its process group (order: module docstring). Never raises
+        (``KeyboardInterrupt`` aside); idempotent. Returns once the group is gone or SIGKILLed
+        and the server reaped."""
+        for pipe in (self.popen.stdin,):
+            if pipe is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
         if exit_grace > 0:
-            self._wait_exit(exit_grace)
-        self._signal(signal.SIGTERM)
-        if not self._wait_group(kill_grace):
-            self._signal(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=2.0)
-        _RUNNING.discard(self.pgid)
-        stdout = self.popen.stdout
-        if stdout is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=exit_grace)
+        stop_child(self.popen, grace=kill_grace)
+        if self.popen.stdout is not None:
             with contextlib.suppress(OSError, ValueError):
-                stdout.close()
+                self.popen.stdout.close()
         self.wait_stderr(0.2)
-
-    def _wait_exit(self, seconds: float) -> bool:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=seconds)
-            return True
-        return False
-
-    def _signal(self, signum: int) -> None:
-        with contextlib.suppress(OSError):
-            os.killpg(self.pgid, signum)
-
-    def _wait_group(self, seconds: float) -> bool:
-        """Wait until no member of the group is alive (zombies ignored); ``True`` when gone."""
-        deadline = time.monotonic() + seconds
-        while True:
-            self.popen.poll()  # reap the leader, so it does not count as a member
-            if not _group_alive(self.pgid):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(_POLL_SECONDS)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is alive. Linux: members found in ``/proc`` that are
-    not zombies; elsewhere ``killpg(pgid, 0)``."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except OSError:
-            return False
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-            return True
-    return False

@@ -19,10 +19,10 @@ MCP spec 2025-11-25 ("Lifecycle", "Tools", "Utilities"):
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import _log
 from ._errors import MCPError
 from ._wire import Interrupted, Message, Transport
 
@@ -35,18 +35,16 @@ PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CLIENT_INFO = {"name": "miniagent", "version": "0.1.0"}
 _MAX_PAGES = 1000
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
+_LOG_LEVELS = {  # MCP (syslog) levels to logging's
+    "debug": _log.DEBUG,
+    "info": _log.INFO,
+    "notice": _log.INFO,
+    "warning": _log.WARNING,
+    "error": _log.ERROR,
+    "critical": _log.CRITICAL,
+    "alert": _log.CRITICAL,
+    "emergency": _log.CRITICAL,
 }
-
-logger = logging.getLogger("miniagent.mcp")
 
 
 class Session:
@@ -229,7 +227,7 @@ class Session:
         """Handle a message from the server that is not the awaited response."""
         method = message.get("method")
         if not isinstance(method, str):
-            logger.debug("[%s] ignored a message without a method", self.server)
+            _log.log(_log.DEBUG, "[%s] ignored a message without a method", self.server)
             return None
         if "id" in message:
             if method == "ping":
@@ -244,6 +242,6 @@ class Session:
         elif method == "notifications/message":
             params = message.get("params")
             if isinstance(params, dict):
-                level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-                logger.log(level, "[%s] %s", self.server, params.get("data"))
+                level = _LOG_LEVELS.get(str(params.get("level")), _log.INFO)
+                _log.log(level, "[%s] %s", self.server, params.get("data"))
         return None

@@ -11,7 +11,9 @@ Invariants:
   as soon as it arrives.
 - A line that is not a JSON object or array (a server that prints a banner or debug output to
   stdout) is logged as a warning and skipped; the request keeps waiting for its response.
-- A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped.
+- A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped. A message
+  cut off while it was written (cancel, timeout or Ctrl-C with the pipe full) leaves the stream
+  broken: ``alive()`` turns false and the next call starts the server again.
 - When stdout ends, stdin breaks, or the server exited and nothing is left to read (a child it
   started may still hold stdout open), the server is finished: its group is stopped, the error
   names its exit status and its last stderr lines; ``alive()`` is false from then on.
@@ -36,10 +38,11 @@ from ._wire import Handler, Interrupted, Message, encode, is_response
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "POLL_SECONDS"]
+__all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 POLL_SECONDS = 0.02
+NOTIFY_SECONDS = 0.1
 _READ_SIZE = 256 * 1024
 _GARBAGE_SHOWN_CHARS = 200
 
@@ -118,11 +121,12 @@ class StdioTransport:
                 return response
 
     def notify(self, message: Message) -> None:
-        """Write a notification; a dead server or a full pipe (1 s) is logged, never raised."""
+        """Write a notification; a dead server or a pipe still full after ``NOTIFY_SECONDS`` (a
+        server that stopped reading) is logged, never raised."""
         if self._failure is not None:
             return
         try:
-            self._write(encode(message) + b"\n", None, time.monotonic() + 1.0)
+            self._write(encode(message) + b"\n", None, time.monotonic() + NOTIFY_SECONDS)
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
 
@@ -149,15 +153,20 @@ class StdioTransport:
     def _write(self, data: bytes, cancel: threading.Event | None, deadline: float | None) -> None:
         self._check_usable()
         view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._in, view)
-            except BlockingIOError:
-                self._wait(self._in, for_write=True, cancel=cancel, deadline=deadline)
-                continue
-            except (BrokenPipeError, ValueError, OSError):
-                raise self._ended("stopped reading its stdin") from None
-            view = view[written:]
+        try:
+            while view:
+                try:
+                    written = os.write(self._in, view)
+                except BlockingIOError:
+                    self._wait(self._in, for_write=True, cancel=cancel, deadline=deadline)
+                    continue
+                except (BrokenPipeError, ValueError, OSError):
+                    raise self._ended("stopped reading its stdin") from None
+                view = view[written:]
+        except BaseException:
+            if 0 < len(view) < len(data):  # half a line was sent: the stream is broken
+                self._failure = "a message was cut off while it was written"
+            raise
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -189,15 +198,18 @@ class StdioTransport:
             if self._scanned > MAX_MESSAGE_BYTES:
                 self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
             self._check_usable()
-            chunk = self._read()
-            if chunk is None:
-                exited = self.process.popen.poll() is not None
-                chunk = self._read() if exited else None  # what it wrote just before exiting
-                if chunk is None:
-                    if exited:  # a child it left may hold stdout open: do not wait for EOF
-                        raise self._ended("exited")
-                    self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline)
+            if self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline):
+                chunk = self._read()
+                if chunk is None:  # readiness without data: wait again
                     continue
+            elif self.process.popen.poll() is not None:
+                # Exited, and a child it left may hold stdout open: take what it wrote last, then
+                # stop waiting for an end of file that may never come.
+                chunk = self._read()
+                if chunk is None:
+                    raise self._ended("exited")
+            else:
+                continue
             if not chunk:
                 raise self._ended("closed its stdout")
             self._buffer += chunk
@@ -213,9 +225,9 @@ class StdioTransport:
 
     def _wait(
         self, fd: int, *, for_write: bool, cancel: threading.Event | None, deadline: float | None
-    ) -> None:
-        """Wait until ``fd`` is ready, at most ``POLL_SECONDS``; raise ``Interrupted`` when
-        cancelled or past the deadline."""
+    ) -> bool:
+        """Wait until ``fd`` is ready, at most ``POLL_SECONDS``; ``True`` when it is. Raises
+        ``Interrupted`` when cancelled or past the deadline."""
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled")
         timeout = POLL_SECONDS
@@ -226,9 +238,8 @@ class StdioTransport:
             timeout = min(timeout, left)
         try:
             if for_write:
-                select.select([], [fd], [], timeout)
-            else:
-                select.select([fd], [], [], timeout)
+                return bool(select.select((), (fd,), (), timeout)[1])
+            return bool(select.select((fd,), (), (), timeout)[0])
         except (OSError, ValueError):
             raise self._ended("closed its pipes") from None
 

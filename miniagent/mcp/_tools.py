@@ -16,7 +16,6 @@ say everything twice); ``isError`` becomes ``is_error``. An empty result reads `
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -33,6 +32,8 @@ def safe_name(name: str) -> str:
     safe = _UNSAFE.sub("_", name) or "_"
     if len(safe) <= MAX_NAME_CHARS:
         return safe
+    import hashlib
+
     digest = hashlib.sha1(name.encode("utf-8", "replace")).hexdigest()[:8]
     return f"{safe[: MAX_NAME_CHARS - 9]}_{digest}"
 

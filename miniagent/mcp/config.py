@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from ._errors import MCPError
@@ -55,7 +54,8 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     """
     where = os.fspath(path)
     try:
-        document = json.loads(Path(where).read_text(encoding="utf-8"))
+        with open(where, encoding="utf-8") as file:
+            document = json.load(file)
     except OSError as exc:
         raise MCPError(f"{where}: cannot read: {exc.strerror or exc}", kind="config") from None
     except ValueError as exc:
@@ -63,7 +63,7 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     entries = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(entries, dict):
         raise MCPError(f'{where}: expected an object with "mcpServers": {{...}}', kind="config")
-    folder = Path(where).resolve().parent
+    folder = os.path.dirname(os.path.realpath(where))
     servers: dict[str, MCPServerBase] = {}
     for name, entry in entries.items():
         try:
@@ -75,7 +75,7 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     return servers
 
 
-def _server(name: str, entry: Any, folder: Path) -> MCPServerBase | None:
+def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
     if not isinstance(entry, dict):
         raise _Problem("expected an object")
     if entry.get("disabled") is True:
@@ -103,7 +103,7 @@ def _server(name: str, entry: Any, folder: Path) -> MCPServerBase | None:
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise _Problem('"cwd" must be a string')
-    folder_of_server = None if cwd is None else str(folder / _expand(cwd, "cwd"))
+    folder_of_server = None if cwd is None else os.path.join(folder, _expand(cwd, "cwd"))
     return StdioMCPServer(
         command,
         [_expand(a, f"args[{i}]") for i, a in enumerate(args)],

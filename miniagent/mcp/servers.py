@@ -21,26 +21,26 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..tools import Tool, ToolResult
+from . import _log
 from ._errors import MCPError
 from ._session import Session
 from ._tools import exposed_names, input_schema, is_read_only, result_text
 from ._wire import Transport
+
+if TYPE_CHECKING:  # imported when a server is created: import miniagent.mcp stays light
+    import threading
 
 __all__ = ["MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_RESULT_CHARS = 30_000
-
-logger = logging.getLogger("miniagent.mcp")
 
 
 class MCPServerBase:
@@ -55,6 +55,8 @@ class MCPServerBase:
 
     def __init__(self, name: str, startup_timeout: float, timeout: float, max_result_chars: int) -> None:
         """Check and store the settings; nothing starts yet."""
+        import threading
+
         for label, value in (("startup_timeout", startup_timeout), ("timeout", timeout)):
             if not value > 0 or value == float("inf"):
                 raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
@@ -121,7 +123,7 @@ class MCPServerBase:
         if session is not None and session.transport.alive():
             return session
         if session is not None:
-            logger.warning("[%s] the server is not running any more; starting it again", self.name)
+            _log.log(_log.WARNING, "[%s] the server is not running any more; starting it again", self.name)
             self._session = None
             session.close()
         transport = self._open()
@@ -252,8 +254,8 @@ class MCPServerBase:
 
     def _finish(self, text: str) -> str:
         """Redact secret values and cap the text (module docstring)."""
-        from ..toolbox.environment import redactor
-        from ..toolbox.output import cap
+        from .._redaction import redactor
+        from .._text import cap
 
         if self._redact is None:
             self._redact = redactor(self._secrets())

@@ -6,8 +6,10 @@ message says what to install: ``miniagent.providers needs requests: pip install 
 
 - ``OpenAIChatClient(model, base_url="https://api.openai.com/v1", api_key=None)``
 - ``AnthropicClient(model, base_url="https://api.anthropic.com", api_key=None, max_tokens=4096)``
-- ``create_client(provider, model=None, base_url=None, api_key=None, *, stream_timeout=None,
-  **options)``
+- ``create_client(provider, model=None, base_url=None, api_key=None, **options)``
+- ``HTTPSettings(read_timeout=600, connect_timeout=10, stream_timeout=None, retry=RetryPolicy(),
+  headers={}, extra_body={})``: the one value that configures a client's HTTP exchange
+- ``RetryPolicy(max_retries=3, backoff_base=0.5, backoff_max=8, max_retry_after=60, wait=...)``
 
 Both clients stream over server-sent events (one parser, ``miniagent.providers.sse``), retry
 transient failures before the first event, stop within milliseconds when the request's cancel
@@ -28,25 +30,34 @@ except ModuleNotFoundError as _missing:
         "miniagent.providers needs requests: pip install 'miniagent[http]'", name="requests"
     ) from None
 
+from dataclasses import fields
+
+from .._provider_names import PROVIDERS, check_provider
 from ..errors import ProviderError
 from ..model import ModelClient
+from ._config import HTTPSettings
+from ._retry import RetryPolicy
+from ._urls import check_base_url
 from .anthropic import AnthropicClient
 from .openai import OpenAIChatClient
 
 __all__ = [
     "AnthropicClient",
     "DEFAULT_MODELS",
+    "HTTPSettings",
     "OpenAIChatClient",
     "PROVIDERS",
     "ProviderError",
+    "RetryPolicy",
+    "check_base_url",
     "create_client",
 ]
 
-PROVIDERS = ("local", "openai", "anthropic")
-"""The provider names ``create_client`` accepts."""
-
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 """Model used when ``create_client`` gets no ``model`` (the local client picks its own)."""
+
+_SETTING_NAMES = frozenset(f.name for f in fields(HTTPSettings))
+_CLIENT_OPTIONS = frozenset(("temperature", "max_tokens", "tool_call_markup"))
 
 
 def create_client(
@@ -54,8 +65,6 @@ def create_client(
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    *,
-    stream_timeout: float | None = None,
     **options: Any,
 ) -> ModelClient:
     """Build the model client for ``provider``.
@@ -66,47 +75,57 @@ def create_client(
         model: the model name; default ``DEFAULT_MODELS[provider]`` (local: its own default).
         base_url: the API root; default the provider's public endpoint. Not used by ``local``.
         api_key: the key; default from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
-        stream_timeout: most seconds one streamed response may take from the request to its
-            end (a stream that never ends, a slow drip), or ``None`` (default): no limit. It
-            is checked between reads, so a silent server is bounded by the read timeout
-            (``timeout``, default 600 s) alone. Exceeding it raises ``ProviderError`` (kind
-            ``"stream_timeout"``, not retried).
-        **options: further keyword arguments of the client class (``OpenAIChatClient`` /
-            ``AnthropicClient``): ``timeout`` (read timeout, s), ``connect_timeout`` (s),
-            ``max_retries``, ``retry``, ``temperature``, ``max_tokens``, ``extra_body``,
-            ``headers``. For ``local`` they (and ``stream_timeout``) go to its HTTP client.
+        **options: the fields of ``HTTPSettings`` (``read_timeout``, ``connect_timeout``,
+            ``stream_timeout`` in seconds, ``retry`` a ``RetryPolicy``, ``headers``,
+            ``extra_body``), built here into one ``HTTPSettings`` and given to the client; and
+            the request options ``temperature`` and ``max_tokens``; ``tool_call_markup``
+            (``openai`` only: read ``<tool_call>`` blocks left in the text as calls). For
+            ``local`` they go to the HTTP client of the embedded server.
 
     Returns:
         An object with ``stream(request)`` (and ``close()``).
 
     Raises:
-        ValueError: unknown provider name, or ``base_url``/``api_key`` given for ``local``.
-        TypeError: an option the client does not take.
+        ValueError: unknown provider name, ``base_url``/``api_key`` given for ``local``, or a
+            ``base_url`` (or proxy URL from the environment) that cannot be used
+            (``check_base_url``); nothing is sent or retried.
+        TypeError: an option that is neither a setting nor a request option.
         ProviderError: no API key for a remote server.
         ImportError: ``local`` without its extra installed.
     """
-    name = provider.strip().lower()
-    if stream_timeout is not None:
-        options["stream_timeout"] = stream_timeout
+    name = check_provider(provider)
+    client_options = _client_options(options)
     if name == "local":
         if base_url is not None or api_key is not None:
             raise ValueError("the local provider takes no base_url or api_key")
         from .local import create_local_client
 
-        client: ModelClient = create_local_client(model=model, client_options=options or None)
+        client: ModelClient = create_local_client(model=model, client_options=client_options)
         return client
     if name == "openai":
         return OpenAIChatClient(
             model or DEFAULT_MODELS["openai"],
             base_url or "https://api.openai.com/v1",
             api_key,
-            **options,
+            **client_options,
         )
-    if name == "anthropic":
-        return AnthropicClient(
-            model or DEFAULT_MODELS["anthropic"],
-            base_url or "https://api.anthropic.com",
-            api_key,
-            **options,
-        )
-    raise ValueError(f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}")
+    return AnthropicClient(
+        model or DEFAULT_MODELS["anthropic"],
+        base_url or "https://api.anthropic.com",
+        api_key,
+        **client_options,
+    )
+
+
+def _client_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Split ``create_client``'s options into ``settings=HTTPSettings(...)`` and request options.
+
+    Raises:
+        TypeError: an unknown option (the text names it and the known ones).
+    """
+    unknown = sorted(set(options) - _SETTING_NAMES - _CLIENT_OPTIONS)
+    if unknown:
+        known = ", ".join(sorted(_SETTING_NAMES | _CLIENT_OPTIONS))
+        raise TypeError(f"create_client() got unknown option(s) {', '.join(unknown)}; known: {known}")
+    settings = HTTPSettings(**{k: v for k, v in options.items() if k in _SETTING_NAMES})
+    return {"settings": settings, **{k: v for k, v in options.items() if k in _CLIENT_OPTIONS}}

@@ -1,7 +1,9 @@
 """What the HTTP model clients share: settings, key and headers, the transport, ``close()``.
 
 Each client (``OpenAIChatClient``, ``AnthropicClient``) keeps its own constructor signature and
-docstring, its request body builder and its stream mapper; this base holds the rest.
+docstring, its request body builder and its stream mapper; this base holds the rest. It builds
+the ``Transport`` from the client's one ``HTTPSettings`` value (layering: ``_client`` imports
+``_http``, which imports ``_config``; never the other way).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from ..model import ModelEvent, ModelRequest
-from ._config import base_headers, make_transport, resolve_api_key
-from ._retry import RetryPolicy
+from ._config import HTTPSettings, base_headers, resolve_api_key
+from ._http import Transport
+from ._urls import check_base_url, check_proxy_for
 from .sse import SSEEvent
 
 __all__ = ["HTTPClient", "StreamMapper"]
@@ -43,34 +46,31 @@ class HTTPClient:
         base_url: str,
         api_key: str | None,
         *,
-        timeout: float,
-        connect_timeout: float,
-        stream_timeout: float | None,
-        max_retries: int | None,
-        retry: RetryPolicy | None,
+        settings: HTTPSettings | None,
         temperature: float | None,
-        extra_body: Mapping[str, Any] | None,
-        headers: Mapping[str, str] | None,
     ) -> None:
-        """Resolve the key (``ProviderError`` when a non-local server has none), build the
-        headers and the transport; no connection is made."""
+        """Check ``base_url`` and the environment's proxy for it, resolve the key, build the
+        headers and the transport from ``settings`` (default ``HTTPSettings()``); no connection
+        is made.
+
+        Raises:
+            ValueError: ``base_url`` (or the proxy URL the environment gives for it) cannot be
+                used: no ``http://``/``https://``, user info, backslash, percent-encoded host,
+                query, bad port (see ``_urls.check_base_url``). Nothing is retried.
+            ProviderError: no API key for a non-local server.
+        """
+        settings = settings if settings is not None else HTTPSettings()
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
+        check_proxy_for(self.base_url)
+        self.settings = settings
         self.temperature = temperature
-        self.extra_body = dict(extra_body or {})
+        self.extra_body = dict(settings.extra_body)
         key = resolve_api_key(api_key, self._key_env, self.base_url, self._provider)
-        self._headers = base_headers({**self._default_headers, **(headers or {})})
+        self._headers = base_headers({**self._default_headers, **settings.headers})
         if key:
             self._headers.update(self._auth_headers(key))
-        self._transport = make_transport(
-            self._provider,
-            api_key=key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_timeout=stream_timeout,
-            max_retries=max_retries,
-            retry=retry,
-        )
+        self._transport = Transport(self._provider, settings, (key,) if key else ())
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         """The headers that carry ``key``."""
@@ -92,4 +92,4 @@ class HTTPClient:
 
     def close(self) -> None:
         """Close the HTTP session (its pooled connections). The client is unusable afterwards."""
-        self._transport.session.close()
+        self._transport.close()

@@ -1,59 +1,92 @@
-"""Client settings shared by the providers: API keys, local servers, the transport."""
+"""Client settings shared by the providers: ``HTTPSettings``, API keys, local hosts, headers.
+
+Layering: this module sits below the transport (``_http``) and the clients (``_client``); it
+imports neither. ``create_client`` builds one ``HTTPSettings`` and hands it to the client, which
+hands it to its ``Transport``; nothing else carries a timeout or retry setting.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 import socket
-import unicodedata
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ProviderError
-from ._http import Transport, new_session
 from ._retry import RetryPolicy
+from ._urls import connection_host
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_READ_TIMEOUT",
+    "HTTPSettings",
+    "base_headers",
     "is_local_url",
-    "make_transport",
     "resolve_api_key",
 ]
 
 DEFAULT_READ_TIMEOUT = 600.0
-"""Seconds of silence tolerated between two reads of a stream (also while waiting for headers)."""
+"""Default ``HTTPSettings.read_timeout``: seconds of silence tolerated between two reads."""
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
-"""Seconds allowed for the TCP (and TLS) connect."""
+"""Default ``HTTPSettings.connect_timeout``: seconds allowed for the TCP (and TLS) connect."""
 
 USER_AGENT = "miniagent/0.1"
 
 
-def is_local_url(url: str) -> bool:
-    """Whether ``url`` points at this machine, judged as the OS would connect, without DNS.
+@dataclass(frozen=True)
+class HTTPSettings:
+    """Everything that shapes the HTTP exchange of one client, in one value.
 
+    Built once (by ``create_client`` from its keyword options, or by the caller) and passed to
+    ``OpenAIChatClient(settings=...)`` / ``AnthropicClient(settings=...)``, which pass it on to
+    their transport unchanged.
+
+    Attributes:
+        read_timeout: seconds of silence tolerated between two reads of a response (also while
+            waiting for its headers); default 600.
+        connect_timeout: seconds allowed for the TCP (and TLS) connect; default 10.
+        stream_timeout: most seconds one streamed response may take from the request to its
+            end (a stream that never ends, a slow drip), or ``None`` (default): no limit.
+            Checked between reads, so a silent server is bounded by ``read_timeout`` alone.
+            Exceeding it raises ``ProviderError`` (kind ``"stream_timeout"``, not retried).
+        retry: the retry policy (``RetryPolicy``; ``RetryPolicy(max_retries=0)`` disables
+            retrying). The only way to set retries.
+        headers: extra HTTP headers sent with every request (they win over the defaults; the
+            key header of the client is added on top).
+        extra_body: extra JSON fields merged into every request body.
+    """
+
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    stream_timeout: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` points at this machine, judged on the host the connection will use.
+
+    The host is found as the request finds it (``_urls.connection_host``: ``requests``' URL
+    preparation, then urllib3's parser), so ``http://%31%32%37.0.0.1`` counts as ``127.0.0.1``.
     Local: the names ``localhost`` and ``*.localhost`` (a trailing dot allowed); an IPv4 address
     in any form ``inet_aton`` accepts (``127.1``, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``)
     in 127.0.0.0/8 or ``0.0.0.0``; an IPv6 address that is loopback (``[::1]``), unspecified
     (``[::]``) or IPv4-mapped onto one of those IPv4 addresses (``[::ffff:127.0.0.1]``).
     Connecting to the unspecified address (``0.0.0.0``, ``::``) reaches the local host. Other
     names are not resolved, so a name that happens to resolve to a loopback address, and this
-    machine's own non-loopback addresses, do not count as local.
+    machine's own non-loopback addresses, do not count as local. A URL that cannot be parsed is
+    not local.
     """
-    try:
-        host = urlsplit(url.strip()).hostname or ""
-    except ValueError:  # e.g. an unbalanced "[" in the netloc
-        return False
-    return _is_local_host(host)
+    host = connection_host(url)
+    return host is not None and _is_local_host(host)
 
 
 def _is_local_host(host: str) -> bool:
-    # requests encodes a non-ASCII name with IDNA (UTS 46), which maps e.g. fullwidth letters
-    # and digits to ASCII: NFKC and the IDNA dots approximate that.
-    host = unicodedata.normalize("NFKC", host).lower()
-    for dot in ("\u3002", "\uff0e", "\uff61"):
-        host = host.replace(dot, ".")
+    """``host`` as ``connection_host`` gives it (lowercase, ASCII, IPv6 without brackets)."""
     if host.endswith(".") and not host.endswith(".."):
         host = host[:-1]
     if host == "localhost" or host.endswith(".localhost"):
@@ -95,47 +128,6 @@ def resolve_api_key(api_key: str | None, env_var: str, base_url: str, provider: 
     if key:
         return key
     raise ProviderError(f"no {provider} API key: pass api_key=... or set {env_var}")
-
-
-def make_transport(
-    provider: str,
-    *,
-    api_key: str | None,
-    timeout: float,
-    connect_timeout: float,
-    max_retries: int | None,
-    retry: RetryPolicy | None,
-    stream_timeout: float | None = None,
-) -> Transport:
-    """Build the transport of one client (its own ``requests.Session``).
-
-    Args:
-        provider: display name for error texts.
-        api_key: redacted from every error text.
-        timeout: read timeout, seconds.
-        connect_timeout: connect timeout, seconds.
-        max_retries: overrides ``retry.max_retries`` when given.
-        retry: the retry policy (default ``RetryPolicy()``).
-        stream_timeout: most seconds one response may take in all (``None``: no limit).
-    """
-    policy = retry or RetryPolicy()
-    if max_retries is not None:
-        policy = RetryPolicy(
-            max_retries=max_retries,
-            backoff_base=policy.backoff_base,
-            backoff_max=policy.backoff_max,
-            max_retry_after=policy.max_retry_after,
-            wait=policy.wait,
-        )
-    return Transport(
-        provider,
-        new_session(),
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        retry=policy,
-        secrets=(api_key,) if api_key else (),
-        stream_timeout=stream_timeout,
-    )
 
 
 def base_headers(extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -7,6 +7,7 @@ import math
 from typing import Any, NoReturn
 
 from ..errors import ProviderError
+from ..validation import json_type_name
 from ._errors import redact, truncate
 from .sse import SSEEvent
 
@@ -88,7 +89,7 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
             return inner, None
     if isinstance(value, dict):
         return value, None
-    return {}, f"arguments must be a JSON object, got {_json_type(value)}"
+    return {}, f"arguments must be a JSON object, got {json_type_name(value)}"
 
 
 def nonfinite_problem(value: Any) -> str | None:
@@ -107,15 +108,3 @@ def nonfinite_problem(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend(item)
     return None
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    return "number"

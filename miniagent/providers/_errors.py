@@ -7,16 +7,20 @@ Shapes understood (the error bodies the supported servers document):
   HTTP status in ``code``; Ollama sends ``{"error": "text"}``.
 - Anthropic: ``{"type": "error", "error": {"type": "overloaded_error", "message": ...}}``
   (https://docs.anthropic.com/en/api/errors), also as the data of an in-stream ``error`` event.
-- FastAPI-style servers: ``{"detail": ...}``; anything else: the start of the body text.
+- FastAPI-style servers: ``{"detail": ...}``; an HTML page (a proxy's or web server's error
+  page): its title or first heading; anything else: the start of the body text.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from .._redaction import redact
+from .._text import shorten
 from ..errors import ProviderError
 
 __all__ = [
@@ -50,33 +54,17 @@ RETRYABLE_KINDS = frozenset(
 )
 """Provider error types (Anthropic ``error.type``, OpenAI ``error.type``/``code``) worth a retry."""
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
-_API_KEY_FIELD = re.compile(r"(?i)((?:x-api-key|api[-_]key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
 _SPACES = re.compile(r"\s+")
 _TAGS = re.compile(r"<[^>]*>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HEADING = re.compile(r"<h[1-3][^>]*>(.*?)</h[1-3]>", re.IGNORECASE | re.DOTALL)
+_HIDDEN = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """Return ``text`` cut to at most ``limit`` characters (plus a marker when cut)."""
-    return text if len(text) <= limit else text[:limit] + " ...[truncated]"
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Remove credentials from ``text``.
-
-    Args:
-        text: any text that may echo request headers (error bodies, exception texts).
-        secrets: exact strings to hide (the API key); empty or ``None`` entries are skipped.
-
-    Returns:
-        ``text`` with every secret, ``Bearer`` token and ``x-api-key``/``authorization`` value
-        replaced by ``***``.
-    """
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    text = _BEARER.sub(r"\1***", text)
-    return _API_KEY_FIELD.sub(r"\1***", text)
+    """Return ``text`` cut to at most ``limit`` characters, with the one marker when cut
+    (``_text.shorten``)."""
+    return shorten(text, limit)
 
 
 def error_details(body: bytes, secrets: Iterable[str | None] = ()) -> tuple[str, str | None]:
@@ -101,9 +89,19 @@ def error_details(body: bytes, secrets: Iterable[str | None] = ()) -> tuple[str,
         if message:
             return truncate(redact(_SPACES.sub(" ", message).strip(), secrets)), kind
     if "<" in text and ">" in text:
-        text = _TAGS.sub(" ", text)
+        text = _html_line(text)
     text = _SPACES.sub(" ", text).strip()
     return truncate(redact(text, secrets)) if text else "(empty body)", None
+
+
+def _html_line(text: str) -> str:
+    """One readable line from an HTML error page (a proxy's 502, nginx's 404): its ``<title>``,
+    else its first heading, else its text without scripts, styles and tags; entities decoded."""
+    for pattern in (_TITLE, _HEADING):
+        found = pattern.search(text)
+        if found and _TAGS.sub(" ", found.group(1)).strip():
+            return html.unescape(_TAGS.sub(" ", found.group(1)))
+    return html.unescape(_TAGS.sub(" ", _HIDDEN.sub(" ", text)))
 
 
 def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:

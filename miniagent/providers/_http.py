@@ -1,15 +1,17 @@
 """HTTP transport shared by the providers: POST, retry, read the event stream, cancel.
 
-- One ``requests.Session`` per client. Its adapters use urllib3 connections that report their
-  socket to the stream that uses them, so a cancel can shut the socket down even while
-  ``requests`` still waits for the response headers.
+Layering: ``_client`` builds a ``Transport`` from one ``HTTPSettings`` (``_config``); the
+transport uses ``_urllib3`` (the only module touching urllib3 internals) to open a response and
+``_watcher`` to make every phase of it cancellable.
+
+- One ``requests.Session`` per client (``new_session``): keep-alive between turns.
 - ``Transport.stream`` POSTs a JSON body, retries per ``RetryPolicy`` until the first model
   event has been yielded, and feeds the body bytes (``urllib3`` ``read1``: whatever has arrived,
   no 8 KB buffering) to the SSE decoder and the provider's mapper.
-- Cancel: a small watcher thread per stream waits on ``request.cancel`` and then calls
-  ``shutdown(SHUT_RDWR)`` on the socket. A blocked read then returns at once (closing the
-  response from another thread would not unblock it, and a socket timeout would leave the
-  socket unusable). The stream then ends quietly: the loop sees the cancel itself.
+- Cancel: a ``SocketWatcher`` per stream waits on ``request.cancel`` and shuts the stream's
+  socket down; the connection hands it each socket before connecting, so connect, proxy tunnel,
+  send, waiting for headers and reading all return at once. The stream then ends quietly: the
+  loop sees the cancel itself.
 - Keep-alive: when the mapper finished normally, the rest of the body (normally just the
   chunked terminator) is read within ``DRAIN_TIMEOUT`` and ``DRAIN_LIMIT``; a body that ended
   gives its connection back to the pool for the next request of the same client, anything else
@@ -19,6 +21,7 @@
 - A request that fails on a reused pooled connection before any byte of the answer (the server
   closed the idle connection meanwhile) is sent again at once on a new connection, once,
   without counting as a retry.
+- Redirects are never followed: a 3xx answer is an HTTP error like any other.
 """
 
 from __future__ import annotations
@@ -37,27 +40,33 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import (
     ConnectTimeoutError,
     NameResolutionError,
     NewConnectionError,
     ProtocolError,
+    ProxyError,
     ReadTimeoutError,
 )
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
 from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
 from urllib3.exceptions import SSLError as Urllib3SSLError
+from urllib3.util import Timeout
 
+from .._log import Logger
+from .._text import utf8
 from ..errors import ProviderError
 from ..model import ModelEvent
+from ._config import HTTPSettings
 from ._errors import error_details, redact, truncate
-from ._retry import RetryPolicy, retry_after_seconds
+from ._retry import retry_after_seconds
+from ._urllib3 import OpenFailed, new_session, open_response, response_socket
+from ._urls import display_url
+from ._watcher import SocketWatcher
 from .sse import SSEDecoder, SSEEvent
 
-__all__ = ["Mapper", "StatusError", "Transport", "new_session"]
+__all__ = ["Mapper", "StatusError", "Transport"]
 
 Mapper = Callable[[Iterator[SSEEvent]], Iterator[ModelEvent]]
 """A provider's stream mapping: SSE events in, model events out (raises ``ProviderError``)."""
@@ -74,14 +83,10 @@ DRAIN_TIMEOUT = 0.2
 DRAIN_LIMIT = 16384
 """Most bytes read after the end marker of a finished stream; more: the connection is closed."""
 
-_WATCH_POLL = 0.1  # seconds between checks whether the watched stream has ended
+_log = Logger("miniagent.providers")  # HTTP statuses and retries
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
-_tls = threading.local()
-# .watcher: the SocketWatcher of the stream this thread is opening
-# .reused: whether the connection of this thread's last request had served a request before
 
 
 class StatusError(ProviderError):
@@ -105,199 +110,31 @@ class _Cancelled(Exception):
     """Internal: the cancel event was seen while reading; the stream ends quietly."""
 
 
-def _shutdown(sock: socket.socket) -> None:
-    """Shut ``sock`` down both ways (the plain-socket call, also for TLS sockets); never raises."""
-    with contextlib.suppress(OSError, ValueError, TypeError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-class SocketWatcher:
-    """Shuts the stream's socket down when the cancel event is set, until ``stop()``.
-
-    Args:
-        cancel: the run's cancel event.
-
-    The thread polls ``cancel.wait(0.1)`` only to notice ``stop()``; a cancel is seen at once.
-    Every shutdown happens under the watcher's lock, so once ``stop()`` has returned the socket
-    is never touched again (it may go back to the pool and serve another stream).
-    """
-
-    def __init__(self, cancel: threading.Event) -> None:
-        """Start the watcher thread (daemon)."""
-        self._cancel = cancel
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._fired = False
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="miniagent-cancel", daemon=True)
-        self._thread.start()
-
-    def attach(self, sock: socket.socket | None) -> None:
-        """Watch ``sock`` (the stream's connection); shut it at once if cancel already fired."""
-        if sock is None:
-            return
-        with self._lock:
-            if self._stopped:
-                return
-            self._sock = sock
-            if self._fired:
-                _shutdown(sock)
-
-    def stop(self) -> bool:
-        """Stop watching; the socket is never touched afterwards (it may be reused).
-
-        Returns:
-            ``True`` when the cancel never fired (the socket was not shut down by this watcher),
-            ``False`` when it did (the connection must not be reused).
-        """
-        with self._lock:
-            self._stopped = True
-            self._sock = None
-            return not self._fired
-
-    def _run(self) -> None:
-        while True:
-            if self._cancel.wait(_WATCH_POLL):
-                with self._lock:
-                    if self._stopped:
-                        return
-                    self._fired = True
-                    if self._sock is not None:
-                        _shutdown(self._sock)  # under the lock: stop() cannot return meanwhile
-                return
-            with self._lock:
-                if self._stopped:
-                    return
-
-
-def _report_socket(conn: _TrackedHTTPConnection) -> None:
-    watcher = getattr(_tls, "watcher", None)
-    if watcher is not None:
-        conn.watcher = watcher
-        watcher.attach(conn.sock)
-
-
-def _begin_request(conn: _TrackedHTTPConnection) -> None:
-    """Note (thread-local) whether ``conn`` already served a request on its current socket."""
-    _tls.reused = conn.sock is not None and conn.sock is conn.used_sock
-    _report_socket(conn)
-
-
-def _end_request(conn: _TrackedHTTPConnection) -> None:
-    conn.used_sock = conn.sock
-    _report_socket(conn)
-
-
-class _TrackedHTTPConnection(HTTPConnection):
-    """An urllib3 connection that reports its socket to the stream opening it (thread-local).
-
-    ``watcher`` is the cancel watcher of the stream using it (detached when it goes back to the
-    pool); ``used_sock`` the socket that carried its last request (a reused connection sends on
-    the same socket again).
-    """
-
-    watcher: SocketWatcher | None = None
-    used_sock: socket.socket | None = None
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        """``HTTPConnection.request``; the socket is reported before and after sending."""
-        _begin_request(self)
-        super().request(*args, **kwargs)
-        _end_request(self)
-
-
-class _TrackedHTTPSConnection(_TrackedHTTPConnection, HTTPSConnection):
-    """The TLS variant of ``_TrackedHTTPConnection`` (its ``request`` runs before
-    ``HTTPSConnection``'s in the method order)."""
-
-
-def _detach(conn: Any) -> None:
-    """Before ``conn`` enters the pool: stop its stream's watcher; close it if cancel fired."""
-    watcher = getattr(conn, "watcher", None)
-    if isinstance(watcher, SocketWatcher):
-        conn.watcher = None
-        if not watcher.stop():
-            conn.close()
-
-
-class _TrackedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _TrackedHTTPConnection
-
-    def _put_conn(self, conn: Any) -> None:
-        _detach(conn)
-        super()._put_conn(conn)
-
-
-class _TrackedHTTPSPool(_TrackedHTTPPool, HTTPSConnectionPool):
-    ConnectionCls = _TrackedHTTPSConnection
-
-
-class _TrackingAdapter(HTTPAdapter):
-    """A ``requests`` adapter whose pools use the socket-reporting connections."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        """Create the pool manager, then swap in the tracked pool classes."""
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _TrackedHTTPPool,
-            "https": _TrackedHTTPSPool,
-        }
-
-
-def new_session() -> requests.Session:
-    """A ``requests.Session`` whose connections can be shut down by a cancel watcher."""
-    session = requests.Session()
-    session.mount("http://", _TrackingAdapter())
-    session.mount("https://", _TrackingAdapter())
-    return session
-
-
-def _response_socket(response: requests.Response) -> socket.socket | None:
-    """The socket under a streamed response (urllib3 2.x internals, guarded)."""
-    raw: Any = response.raw
-    for path in (("_connection", "sock"), ("_fp", "fp", "raw", "_sock")):
-        obj = raw
-        for name in path:
-            obj = getattr(obj, name, None)
-        if isinstance(obj, socket.socket):
-            return obj
-    return None
-
-
 class Transport:
     """POST a JSON body and stream model events back, with retries and cancel.
 
     Args:
         provider: display name used in error texts (``"OpenAI"``, ``"Anthropic"``).
-        session: the ``requests.Session`` (from ``new_session``).
-        timeout: read timeout in seconds: the longest silence tolerated between two reads.
-        connect_timeout: TCP/TLS connect timeout in seconds.
-        retry: the retry policy.
+        settings: timeouts and retry policy (``HTTPSettings``; its ``headers`` and
+            ``extra_body`` are applied by the client, which builds the request).
         secrets: strings (the API key) that must never appear in an error text.
-        stream_timeout: most seconds one response may take from the request to its end, or
-            ``None`` (no limit). Checked after every read, so a silent server is still bounded by
-            ``timeout`` alone: the limit can be exceeded by up to one read timeout.
+
+    Attributes:
+        session: the client's own ``requests.Session`` (``close()`` it to drop the pooled
+            connections).
     """
 
-    def __init__(
-        self,
-        provider: str,
-        session: requests.Session,
-        *,
-        timeout: float,
-        connect_timeout: float,
-        retry: RetryPolicy,
-        secrets: tuple[str, ...] = (),
-        stream_timeout: float | None = None,
-    ) -> None:
-        """Store the settings; nothing is sent yet."""
+    def __init__(self, provider: str, settings: HTTPSettings, secrets: tuple[str, ...] = ()) -> None:
+        """Store the settings and create the session; nothing is sent yet."""
         self.provider = provider
-        self.session = session
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.retry = retry
+        self.settings = settings
         self.secrets = secrets
-        self.stream_timeout = stream_timeout
+        self.session = new_session()
+        self._timeout = Timeout(connect=settings.connect_timeout, read=settings.read_timeout)
+
+    def close(self) -> None:
+        """Close the pooled connections; the transport is unusable afterwards."""
+        self.session.close()
 
     def stream(
         self,
@@ -335,13 +172,9 @@ class Transport:
                 Nothing is retried once an event has been yielded. An error raised after
                 retries ends with ``(after N retries)`` (``(after 1 retry)``).
         """
-        text = json.dumps(body, ensure_ascii=False)
-        try:
-            payload = text.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate in the history (a file name decoded with surrogateescape, a
-            # "\ud800" escape from a model) has no UTF-8 form: send U+FFFD in its place.
-            payload = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        # A lone surrogate in the history (a file name decoded with surrogateescape, a
+        # "\ud800" escape from a model) has no UTF-8 form: U+FFFD is sent in its place.
+        payload = utf8(json.dumps(body, ensure_ascii=False))
         attempt = 0
         while True:
             if cancel is not None and cancel.is_set():
@@ -358,15 +191,16 @@ class Transport:
             except ProviderError as err:
                 if cancel is not None and cancel.is_set():
                     return
-                if yielded or not err.retryable or attempt >= self.retry.max_retries:
+                if yielded or not err.retryable or attempt >= self.settings.retry.max_retries:
                     if attempt and not yielded:
                         # Same exception (type, status, kind), its text saying it was retried.
                         err.args = (f"{err} (after {attempt} {'retry' if attempt == 1 else 'retries'})",)
                     raise
                 retry_after = err.retry_after if isinstance(err, StatusError) else None
-                delay = self.retry.delay(attempt, retry_after)
+                delay = self.settings.retry.delay(attempt, retry_after)
+                _log.warning("%s: retry %d in %.1f s: %s", self.provider, attempt + 1, delay, err)
             attempt += 1
-            if self.retry.wait(cancel, delay):
+            if self.settings.retry.wait(cancel, delay):
                 return
 
     def _attempt(
@@ -382,15 +216,17 @@ class Transport:
         When the mapper ends normally the rest of the body is read (bounded) and the connection
         goes back to the pool; on an error, a cancel or a consumer that stops early it is closed.
         """
-        deadline = None if self.stream_timeout is None else time.monotonic() + self.stream_timeout
+        limit = self.settings.stream_timeout
+        deadline = None if limit is None else time.monotonic() + limit
         watcher = SocketWatcher(cancel) if cancel is not None else None
-        response: requests.Response | None = None
+        response: BaseHTTPResponse | None = None
         finished = False
         try:
             response = self._post(url, headers, payload, cancel, watcher)
             if watcher is not None:
-                watcher.attach(_response_socket(response))
-            if not 200 <= response.status_code < 300:
+                watcher.attach(response_socket(response))
+            _log.debug("%s: HTTP %d from %s", self.provider, response.status, _host_port(url))
+            if not 200 <= response.status < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
             yield from mapper(self._sse_events(response, cancel, deadline, _host_port(url)))
@@ -409,36 +245,32 @@ class Transport:
         payload: bytes,
         cancel: threading.Event | None,
         watcher: SocketWatcher | None,
-    ) -> requests.Response:
+    ) -> BaseHTTPResponse:
         """Send the request; once more at once when a reused connection turned out dead."""
         fresh_retry = False
         while True:
-            _tls.watcher = watcher
-            _tls.reused = False
             try:
-                return self.session.post(
-                    url,
-                    data=payload,
-                    headers=dict(headers),
-                    stream=True,
-                    timeout=(self.connect_timeout, self.timeout),
-                )
-            except requests.RequestException as exc:
+                return open_response(self.session, url, headers, payload, self._timeout, watcher)
+            except OpenFailed as failed:
                 if cancel is not None and cancel.is_set():
                     raise _Cancelled from None
-                if not fresh_retry and getattr(_tls, "reused", False) and _is_stale(exc):
+                if not fresh_retry and failed.reused and _is_stale(failed.cause):
                     fresh_retry = True  # the server closed the idle connection: not a failure
                     continue
-                raise ProviderError(self._connection_error(url, exc), retryable=True) from None
-            finally:
-                _tls.watcher = None
+                if isinstance(failed.cause, ValueError):  # URL or proxy URL that cannot be parsed
+                    text = f"{self.provider}: the request URL cannot be used ({type(failed.cause).__name__})"
+                    raise ProviderError(text, kind="invalid_url") from None
+                text = self._connection_error(url, failed.cause, failed.via_proxy)
+                raise ProviderError(text, retryable=True) from None
 
-    def _connection_error(self, url: str, exc: BaseException) -> str:
+    def _connection_error(self, url: str, exc: BaseException, via_proxy: bool = False) -> str:
         """One line naming ``host:port`` and the root cause of a failed request (redacted)."""
         where = _host_port(url)
         chain = _exception_chain(exc)
-        cause = _root_cause(chain, self.connect_timeout, self.timeout)
-        if any(isinstance(e, _CONNECT_PHASE) for e in chain):
+        cause = _root_cause(chain, self.settings.connect_timeout, self.settings.read_timeout)
+        if via_proxy and any(isinstance(e, (ProxyError, *_CONNECT_PHASE)) for e in chain):
+            text = f"{self.provider}: cannot connect through the proxy to {where} ({cause})"
+        elif any(isinstance(e, _CONNECT_PHASE) for e in chain):
             text = f"{self.provider}: cannot connect to {where} ({cause})"
         elif any(isinstance(e, _READ_TIMEOUTS) for e in chain):
             text = f"{self.provider}: no answer from {where} ({cause})"
@@ -446,42 +278,60 @@ class Transport:
             text = f"{self.provider}: connection to {where} failed ({cause})"
         return truncate(redact(text, self.secrets), 300)
 
-    def _read_limited(self, response: requests.Response, cancel: threading.Event | None) -> bytes:
+    def _read_limited(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> bytes:
         try:
-            data = response.raw.read(ERROR_BODY_LIMIT, decode_content=True)
+            data = response.read(ERROR_BODY_LIMIT, decode_content=True)
         except _READ_ERRORS as exc:
             if cancel is not None and cancel.is_set():
                 raise _Cancelled from None
             return f"(body unreadable: {type(exc).__name__})".encode()
         return data if isinstance(data, bytes) else b""
 
-    def _status_error(self, response: requests.Response, cancel: threading.Event | None) -> StatusError:
-        status = response.status_code
+    def _status_error(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> StatusError:
+        status = response.status
+        if 300 <= status < 400:
+            return self._redirect_error(response)
         message, kind = error_details(self._read_limited(response, cancel), self.secrets)
         message = redact(message, self.secrets)
         label = f" ({kind})" if kind else ""
         return StatusError(
             f"{self.provider} HTTP {status}{label}: {message}",
             status=status,
-            retryable=self.retry.status_is_retryable(status, response.headers),
+            retryable=self.settings.retry.status_is_retryable(status, response.headers),
             kind=kind,
             retry_after=retry_after_seconds(response.headers),
         )
 
-    def _check_content_type(self, response: requests.Response, cancel: threading.Event | None) -> None:
+    def _redirect_error(self, response: BaseHTTPResponse) -> StatusError:
+        """A 3xx answer: never followed (the request carries the key), so say where it pointed."""
+        location = response.headers.get("location")
+        where = f" to {display_url(location)}" if location else ""
+        text = (
+            f"{self.provider} HTTP {response.status}: the server redirects{where}; redirects are not "
+            "followed (the request carries the API key): set base_url to the final address"
+        )
+        return StatusError(
+            truncate(redact(text, self.secrets), 400),
+            status=response.status,
+            retryable=False,
+            kind="redirect",
+            retry_after=None,
+        )
+
+    def _check_content_type(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> None:
         """Refuse a 2xx body that is clearly not an event stream (HTML page, JSON document)."""
         media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
         if media in _NOT_SSE or media.endswith("+json") or media.endswith("+xml"):
             message, _kind = error_details(self._read_limited(response, cancel), self.secrets)
             raise ProviderError(
-                f"{self.provider} answered HTTP {response.status_code} with {media} instead of "
+                f"{self.provider} answered HTTP {response.status} with {media} instead of "
                 f"an event stream (text/event-stream): {redact(message, self.secrets)}",
-                status=response.status_code,
+                status=response.status,
             )
 
     def _sse_events(
         self,
-        response: requests.Response,
+        response: BaseHTTPResponse,
         cancel: threading.Event | None,
         deadline: float | None,
         where: str,
@@ -489,7 +339,7 @@ class Transport:
         """Decode the body as it arrives; raise ``_Cancelled`` when cancelled, ``ProviderError``
         past ``deadline`` (``time.monotonic()``) or when the connection to ``where`` breaks."""
         decoder = SSEDecoder()
-        read1 = response.raw.read1
+        read1 = response.read1
         while True:
             if cancel is not None and cancel.is_set():
                 raise _Cancelled
@@ -498,24 +348,30 @@ class Transport:
             except _READ_ERRORS as exc:
                 if cancel is not None and cancel.is_set():
                     raise _Cancelled from None
-                cause = _root_cause(_exception_chain(exc), self.connect_timeout, self.timeout)
+                cause = _root_cause(
+                    _exception_chain(exc), self.settings.connect_timeout, self.settings.read_timeout
+                )
                 text = f"{self.provider} stream broken: {cause} ({where})"
                 raise ProviderError(truncate(redact(text, self.secrets), 300), retryable=True) from None
             if not chunk:
                 break
             if deadline is not None and time.monotonic() > deadline:
                 raise ProviderError(
-                    f"{self.provider} stream did not finish within {self.stream_timeout:g} s "
+                    f"{self.provider} stream did not finish within {self.settings.stream_timeout:g} s "
                     "(stream_timeout)",
                     kind="stream_timeout",
                 )
-            yield from decoder.feed(chunk)
+            try:
+                events = decoder.feed(chunk)
+            except ProviderError as err:  # a line or event past the reader's cap
+                raise ProviderError(f"{self.provider}: {err}", kind=err.kind) from None
+            yield from events
         if cancel is not None and cancel.is_set():
             raise _Cancelled
         yield from decoder.close()
 
 
-def _release(response: requests.Response) -> None:
+def _release(response: BaseHTTPResponse) -> None:
     """Read what follows the end marker and give the connection back to the pool.
 
     Reads at most ``DRAIN_LIMIT`` bytes within ``DRAIN_TIMEOUT`` seconds (socket timeout set
@@ -523,8 +379,8 @@ def _release(response: requests.Response) -> None:
     returns the connection to the pool (``_put_conn`` detaches the watcher first); otherwise
     the caller's ``response.close()`` closes it. Never raises.
     """
-    raw: Any = response.raw
-    sock = _response_socket(response)
+    raw: Any = response
+    sock = response_socket(response)
     if sock is None:
         return
     end = time.monotonic() + DRAIN_TIMEOUT
@@ -606,7 +462,7 @@ def _root_cause(chain: list[BaseException], connect_timeout: float, read_timeout
         return "name not resolved"
     if find(ConnectionRefusedError) is not None:
         return "connection refused"
-    if find((ConnectTimeoutError, requests.ConnectTimeout)) is not None:
+    if any(isinstance(e, ConnectTimeoutError) and not isinstance(e, NewConnectionError) for e in chain):
         return f"timed out after {connect_timeout:g} s"
     if find(_READ_TIMEOUTS) is not None:
         return f"no data for {read_timeout:g} s"
@@ -632,9 +488,10 @@ def _root_cause(chain: list[BaseException], connect_timeout: float, read_timeout
     return truncate(f"{type(root).__name__}: {text}" if text else type(root).__name__, 200)
 
 
-def _is_stale(exc: requests.RequestException) -> bool:
+def _is_stale(exc: BaseException) -> bool:
     """Whether ``exc`` means "the server had closed this idle connection": nothing received."""
-    if isinstance(exc, requests.Timeout) or not isinstance(exc, requests.ConnectionError):
+    chain = _exception_chain(exc)
+    if any(isinstance(e, (*_READ_TIMEOUTS, *_CONNECT_PHASE)) for e in chain):
         return False
     stale = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
-    return any(isinstance(e, stale) for e in _exception_chain(exc))
+    return any(isinstance(e, stale) for e in chain)

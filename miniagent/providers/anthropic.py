@@ -16,11 +16,10 @@ from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
-from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ._config import HTTPSettings
 from ._decode import load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
-from ._retry import RetryPolicy
 from .sse import SSEEvent
 
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
@@ -47,17 +46,9 @@ class AnthropicClient(HTTPClient):
         api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``. A server on
             localhost/loopback needs none (and never gets the environment key).
         max_tokens: the required output token limit (``max_tokens``).
-        timeout: read timeout in seconds (longest silence between reads), default 600.
-        connect_timeout: connect timeout in seconds, default 10.
-        stream_timeout: most seconds one response may take in all (a stream that never ends,
-            a slow drip); ``None`` (default): no limit. Checked between reads: a silent server
-            is bounded by ``timeout``. Exceeding it raises ``ProviderError`` (kind
-            ``"stream_timeout"``).
-        max_retries: retries of a request that failed before its first event (default 3).
-        retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
+        settings: the HTTP settings (``HTTPSettings``: read, connect and stream timeouts,
+            retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
         temperature: sent when given.
-        extra_body: extra JSON fields merged into every request body.
-        headers: extra HTTP headers (e.g. ``anthropic-beta``).
 
     Raises:
         ProviderError: no API key for a non-local server.
@@ -74,28 +65,16 @@ class AnthropicClient(HTTPClient):
         api_key: str | None = None,
         max_tokens: int = 4096,
         *,
-        timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        stream_timeout: float | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
+        settings: HTTPSettings | None = None,
         temperature: float | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
             model,
             base_url,
             api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_timeout=stream_timeout,
-            max_retries=max_retries,
-            retry=retry,
+            settings=settings,
             temperature=temperature,
-            extra_body=extra_body,
-            headers=headers,
         )
         if self.base_url.endswith("/v1"):  # the OpenAI-style root: "/v1" is added per request
             self.base_url = self.base_url[: -len("/v1")]

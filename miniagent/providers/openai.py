@@ -17,12 +17,11 @@ from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
-from ._config import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
 from ._local_template import ToolCallMarkup, parse_tool_call_block
-from ._retry import RetryPolicy
 from .sse import SSEEvent
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
@@ -38,22 +37,13 @@ class OpenAIChatClient(HTTPClient):
         base_url: the API root including ``/v1`` (e.g. ``http://127.0.0.1:8080/v1``).
         api_key: sent as ``Authorization: Bearer``; default ``$OPENAI_API_KEY``. A server on
             localhost/loopback needs none (and never gets the environment key).
-        timeout: read timeout in seconds (longest silence between reads), default 600.
-        connect_timeout: connect timeout in seconds, default 10.
-        stream_timeout: most seconds one response may take in all (a stream that never ends,
-            a slow drip); ``None`` (default): no limit. Checked between reads: a silent server
-            is bounded by ``timeout``. Exceeding it raises ``ProviderError`` (kind
-            ``"stream_timeout"``).
-        max_retries: retries of a request that failed before its first event (default 3).
-        retry: full retry policy (backoff, ``Retry-After`` cap, wait function).
+        settings: the HTTP settings (``HTTPSettings``: read, connect and stream timeouts,
+            retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
         temperature: sent when given.
         max_tokens: sent as ``max_tokens`` when given (output token limit).
         tool_call_markup: also take Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
             in the text as tool calls (for servers whose tool-call parser misses some, like a
-            small local model's; see ``map_chat_stream``). Default off; the ``local`` provider
-            turns it on.
-        extra_body: extra JSON fields merged into every request body.
-        headers: extra HTTP headers.
+            small local model's; see ``map_chat_stream``). Default off.
 
     Raises:
         ProviderError: no API key for a non-local server.
@@ -68,30 +58,18 @@ class OpenAIChatClient(HTTPClient):
         base_url: str = "https://api.openai.com/v1",
         api_key: str | None = None,
         *,
-        timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        stream_timeout: float | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
+        settings: HTTPSettings | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
         tool_call_markup: bool = False,
-        extra_body: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
             model,
             base_url,
             api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_timeout=stream_timeout,
-            max_retries=max_retries,
-            retry=retry,
+            settings=settings,
             temperature=temperature,
-            extra_body=extra_body,
-            headers=headers,
         )
         self.max_tokens = max_tokens
         self.tool_call_markup = tool_call_markup
@@ -172,17 +150,7 @@ def build_chat_body(
         else:
             wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
     body: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
-    specs = [
-        {
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.input_schema,
-            },
-        }
-        for spec in tools
-    ]
+    specs = [{"type": "function", "function": _wire_function(spec)} for spec in tools]
     if specs:
         body["tools"] = specs
     if temperature is not None:
@@ -192,6 +160,19 @@ def build_chat_body(
     if extra_body:
         body.update(extra_body)
     return body
+
+
+def _wire_function(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as a chat-completions function; ``"strict": true`` when the tool asks for it
+    (OpenAI "Structured Outputs": the arguments then always match the schema)."""
+    function: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+    }
+    if spec.strict:
+        function["strict"] = True
+    return function
 
 
 def _wire_call(call: ToolCall) -> dict[str, Any]:

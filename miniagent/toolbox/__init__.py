@@ -23,8 +23,10 @@ values of such variables (at least 8 characters) are replaced with ``***`` in co
 and in the result of every other tool (a ``.env`` file read with ``read_file`` or found by ``grep``).
 A tool that transforms a secret (base64, reversed) can still reveal it: redaction matches values.
 
-Modules: ``paths`` (confinement), ``output`` (decoding and capping), ``environment`` (secret
-variables), ``files``, ``search`` (with its child ``_grep_worker``), ``shell``.
+Modules: ``paths`` (confinement), ``output`` (decoding, bounded output), ``environment`` (secret
+variables), ``process`` (child processes: own group, capped reading, group stop, registry,
+timeouts), ``files``, ``search`` (with its child ``_grep_worker``), ``shell`` (``run_command``).
+Shortening uses ``miniagent._text`` (one marker) and redaction ``miniagent._redaction``.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from .._redaction import redactor
+from .._text import cap
 from ..tools import Tool, ToolResult
-from .environment import redactor, secret_values
+from .environment import secret_values
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
-from .output import cap
 from .paths import OutsideWorkspaceError, Workspace
 from .search import grep_tool
 from .shell import run_command_tool, run_shell

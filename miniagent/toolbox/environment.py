@@ -1,4 +1,4 @@
-"""The environment given to child processes, without secrets, and redaction of secret values.
+"""The environment given to child processes, without secrets, and which values to redact.
 
 API keys must never reach a session, a log or ``--json`` output. A command run by ``run_command``
 (and the ``grep`` worker) therefore gets an environment with every *secret variable* removed, and
@@ -16,25 +16,26 @@ A variable is a secret when its name, compared case-insensitively (upper-cased):
 
 ``HOME``, ``PATH``, ``MY_SETTING``, ``TOKENIZERS_PARALLELISM`` or ``KEYBOARD`` are not secrets.
 
-Redaction replaces values of at least ``MIN_REDACTED_CHARS`` (8) characters; shorter values
-(``1``, ``true``) would blank ordinary output and are too short to be real keys. Limits: a value
-the command transforms (base64, split over lines) is not recognised.
+Redaction (``miniagent._redaction.redactor``, applied to ``secret_values``) replaces values of at
+least ``MIN_REDACTED_CHARS`` (8) characters; shorter values (``1``, ``true``) would blank ordinary
+output and are too short to be real keys. Limits: a value the command transforms (base64, split
+over lines) is not recognised.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
+
+from .._redaction import MIN_REDACTED_CHARS, Redactor
 
 __all__ = [
     "SECRET_WORDS",
-    "MIN_REDACTED_CHARS",
-    "REDACTED",
     "is_secret_name",
     "scrubbed_environ",
     "secret_values",
-    "redactor",
+    "current_redactor",
 ]
 
 SECRET_WORDS = (
@@ -48,8 +49,6 @@ SECRET_WORDS = (
     "ACCESS_KEY",
     "PRIVATE_KEY",
 )
-MIN_REDACTED_CHARS = 8
-REDACTED = "***"
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")$|(?:^|_)SECRET_",
@@ -100,18 +99,6 @@ def secret_values(*environs: Mapping[str, str]) -> list[str]:
     return sorted(found, key=lambda value: (-len(value), value))
 
 
-def redactor(values: Iterable[str]) -> Callable[[str], str]:
-    """Return a function that replaces every occurrence of any of ``values`` with ``***``.
-
-    Args:
-        values: the texts to hide (e.g. from ``secret_values``); empty strings are ignored.
-
-    Returns:
-        ``text -> text``; the identity when there is nothing to hide. Longer values win when
-        one value contains another.
-    """
-    ordered = sorted({value for value in values if value}, key=lambda value: (-len(value), value))
-    if not ordered:
-        return lambda text: text
-    pattern = re.compile("|".join(re.escape(value) for value in ordered))
-    return lambda text: pattern.sub(REDACTED, text)
+def current_redactor() -> Redactor:
+    """A ``Redactor`` of the secret values of ``os.environ`` as it is now (``secret_values``)."""
+    return Redactor(secret_values(os.environ))

@@ -8,15 +8,18 @@ an ambiguous edit, permission denied) are error results; only bugs raise.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._text import cap, utf8
 from ..tools import Tool, ToolResult
-from .output import cap, decode, is_binary
+from .environment import current_redactor
+from .fileio import SpecialFileError, open_folder, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
+from .reading import read_shown
+from .textfiles import EncodingProblem, decode_file, encode_edit, normalise_edit
 
 __all__ = [
     "read_file_tool",
@@ -30,7 +33,6 @@ __all__ = [
 MAX_LIST_ENTRIES = 1000
 MAX_LIST_DEPTH = 10
 _NOT_DESCENDED = frozenset({".git"})
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 def _count(number: int, noun: str) -> str:
@@ -55,17 +57,8 @@ def _os_error(action: str, shown: str, error: OSError) -> ToolResult:
     return _error(f"cannot {action} {shown}: {reason}")
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` without following a symlink at its last component."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o666)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-
-
-def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:
-    """Resolve and read a regular file: (path, its display form, content), or the error result
-    explaining why not."""
+def _resolve_file(workspace: Workspace, path: str) -> tuple[Path, str] | ToolResult:
+    """Resolve the path of an existing file: ``(path, its display form)`` or the error result."""
     try:
         resolved = workspace.resolve(path)
     except OutsideWorkspaceError as error:
@@ -73,12 +66,24 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder, not a file (use list_dir)")
+    if not os.path.lexists(resolved):
+        return _error(f"file not found: {shown}")
+    return resolved, shown
+
+
+def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:
+    """Resolve and read a regular file whole: (path, its display form, content), or the error
+    result explaining why not (missing, a folder, a FIFO or device: never blocks)."""
+    found = _resolve_file(workspace, path)
+    if isinstance(found, ToolResult):
+        return found
+    resolved, shown = found
     try:
-        if not resolved.exists():
-            return _error(f"file not found: {shown}")
-        if not resolved.is_file():
-            return _error(f"{shown} is not a regular file")
-        return resolved, shown, resolved.read_bytes()
+        handle, _size = open_for_reading(workspace.root, resolved)
+        with handle:
+            return resolved, shown, handle.read()
+    except SpecialFileError as error:
+        return _error(f"{shown} is {error}")
     except OSError as error:
         return _os_error("read", shown, error)
 
@@ -86,41 +91,28 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
 # --- read_file -----------------------------------------------------------------------------------
 
 
-def _read_file(
-    workspace: Workspace, max_chars: int, arguments: dict[str, Any]
-) -> ToolResult:
+def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) -> ToolResult:
     offset = arguments.get("offset")
     limit = arguments.get("limit")
     if offset is not None and int(offset) < 1:
         return _error("offset is a 1-based line number and must be at least 1")
     if limit is not None and int(limit) < 1:
         return _error("limit is a number of lines and must be at least 1")
-    found = _read_existing_file(workspace, str(arguments["path"]))
+    found = _resolve_file(workspace, str(arguments["path"]))
     if isinstance(found, ToolResult):
         return found
-    _resolved, shown, data = found
-    if is_binary(data):
-        return _error(f"{shown} is a binary file ({len(data)} bytes); not shown")
-    text = decode(data)
-    if not text:
-        return ToolResult(f"({shown} is empty)")
-    if offset is None and limit is None:
-        result = cap(text, max_chars)
-        if len(result) < len(text):
-            result += "\n[file shortened; read parts of it with offset and limit (lines)]"
-        return ToolResult(result)
-    lines = _LINE.findall(text)
-    first = int(offset) if offset is not None else 1
-    if first > len(lines):
-        return _error(f"offset {first} is past the end of {shown} ({len(lines)} lines)")
-    last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
-    result = cap("".join(lines[first - 1 : last]), max_chars)
-    if last < len(lines):
-        result += (
-            f"\n[lines {first}-{last} of {len(lines)}; "
-            f"continue with offset={last + 1}]"
-        )
-    return ToolResult(result)
+    resolved, shown = found
+    try:
+        handle, size = open_for_reading(workspace.root, resolved)
+        with handle:
+            first = None if offset is None else int(offset)
+            count = None if limit is None else int(limit)
+            result = read_shown(handle, size, shown, max_chars, first, count, current_redactor())
+    except SpecialFileError as error:
+        return _error(f"{shown} is {error}")
+    except OSError as error:
+        return _os_error("read", shown, error)
+    return ToolResult(result.text, result.is_error)
 
 
 def read_file_tool(workspace: Workspace, max_chars: int) -> Tool:
@@ -179,26 +171,22 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder; give a file path")
-    existed = resolved.exists()
-    data = content.encode("utf-8", errors="replace")  # lone surrogates become "?"
+    data = utf8(content)  # lone surrogates become U+FFFD
     try:
-        resolved.parent.mkdir(parents=True, exist_ok=True)
-        # mkdir may have raced with a symlink swap: check the parent again before writing.
-        if not workspace.contains(resolved.parent.resolve()):
-            return _error(f"refused: the folder of {path!r} resolves outside the workspace")
-        _write_bytes(resolved, data)
+        # Folders made and the file replaced from the root down, never through a symlink.
+        existed = write_bytes(workspace.root, resolved, data, make_folders=True)
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
-    return ToolResult(
-        f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})"
-    )
+    return ToolResult(f"{verb} {shown} ({_count(len(content), 'character')}, {_count(len(data), 'byte')})")
 
 
 def write_file_tool(workspace: Workspace) -> Tool:
     """Return the ``write_file`` tool (changes files).
 
-    Input: ``path``, ``content``. Creates missing folders; replaces an existing file.
+    Input: ``path``, ``content``. Creates missing folders; replaces an existing file (a new file
+    renamed over it: ``fileio``); a file with more than one hard link, or that is not a regular
+    file, is refused.
     Result: ``created PATH (N characters, M bytes)`` or ``overwrote ...``.
     """
 
@@ -243,6 +231,30 @@ def _count_occurrences(text: str, part: str) -> int:
     return count
 
 
+def _find_once(text: str, old_text: str, new_text: str) -> tuple[str, str, int]:
+    """Where ``old_text`` occurs in ``text``, with both sides in the file's line ending
+    (``textfiles.normalise_edit``); on a file of mixed endings, LF in ``old_text`` may also match
+    CRLF. Returns ``(old, new, count)``: the texts as they will be used and the number of
+    occurrences (overlapping ones included)."""
+    old, new = normalise_edit(text, old_text, new_text)
+    count = _count_occurrences(text, old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        crlf_old = old.replace("\n", "\r\n")
+        if _count_occurrences(text, crlf_old) == 1:
+            return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n"), 1
+    return old, new, count
+
+
+def _not_once(shown: str, count: int) -> ToolResult:
+    times = "time" if count == 1 else "times"
+    hint = (
+        "copy it exactly from read_file (whitespace and line breaks count)"
+        if count == 0
+        else "include more surrounding text so that it occurs exactly once"
+    )
+    return _error(f"old_text must occur exactly once in {shown}, but it occurs {count} {times}; {hint}")
+
+
 def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     old_text, new_text = str(arguments["old_text"]), str(arguments["new_text"])
     if not old_text:
@@ -251,37 +263,24 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     if isinstance(found, ToolResult):
         return found
     resolved, shown, data = found
-    if is_binary(data):
+    file = decode_file(data)
+    if file is None:
         return _error(f"{shown} is a binary file; edit_file changes text files only")
-    # surrogateescape keeps bytes that are not UTF-8 unchanged when the file is written back.
-    text = data.decode("utf-8", errors="surrogateescape")
-    count = _count_occurrences(text, old_text)
-    if count == 0 and "\r\n" in text and "\n" in old_text and "\r\n" not in old_text:
-        crlf_old = old_text.replace("\n", "\r\n")
-        if _count_occurrences(text, crlf_old) == 1:
-            old_text, new_text = crlf_old, new_text.replace("\n", "\r\n")
-            count = 1
+    text = file.text
+    old, new, count = _find_once(text, old_text, new_text)
     if count != 1:
-        times = "time" if count == 1 else "times"
-        hint = (
-            "copy it exactly from read_file (whitespace and line breaks count)"
-            if count == 0
-            else "include more surrounding text so that it occurs exactly once"
-        )
-        return _error(
-            f"old_text must occur exactly once in {shown}, but it occurs {count} {times}; {hint}"
-        )
-    index = text.find(old_text)
-    line = text.count("\n", 0, index) + 1
-    updated = text[:index] + new_text + text[index + len(old_text) :]
+        return _not_once(shown, count)
+    index = text.find(old)
+    updated = text[:index] + new + text[index + len(old) :]
     try:
-        encoded = updated.encode("utf-8", errors="surrogateescape")
-    except UnicodeEncodeError:
-        return _error("new_text contains characters that cannot be written as UTF-8")
+        encoded = encode_edit(file, updated, old, new, index)
+    except EncodingProblem as problem:
+        return _error(f"cannot edit {shown}: {problem}")
     try:
-        _write_bytes(resolved, encoded)
+        write_bytes(workspace.root, resolved, encoded)
     except OSError as error:
         return _os_error("write", shown, error)
+    line = text.count("\n", 0, index) + 1
     return ToolResult(f"edited {shown}: replaced 1 occurrence at line {line}")
 
 
@@ -289,9 +288,11 @@ def edit_file_tool(workspace: Workspace) -> Tool:
     """Return the ``edit_file`` tool (changes files).
 
     Input: ``path``, ``old_text``, ``new_text``. ``old_text`` must occur exactly once (overlapping
-    occurrences counted); otherwise an error result says how many times it occurs. A file with
-    CRLF line ends also matches ``old_text`` written with LF. Bytes that are not UTF-8 elsewhere in
-    the file are kept as they are.
+    occurrences counted); otherwise an error result says how many times it occurs. Both texts
+    get the file's own line ending (a CRLF file matches ``old_text`` written with LF, and
+    ``new_text`` is written with CRLF). The file keeps its encoding and byte order mark (UTF-8,
+    UTF-16, UTF-32); in a file that is not UTF-8 only ASCII edits are made, its other bytes kept
+    as they are; anything that would mix two encodings is an error result (``textfiles``).
     Result: ``edited PATH: replaced 1 occurrence at line N``.
     """
 
@@ -344,6 +345,78 @@ def _describe_symlink(workspace: Workspace, link: Path, shown: str) -> str:
     return f"{shown} -> {workspace.display(target)}{kind} (symlink; not followed)"
 
 
+class _Listing:
+    """One ``list_dir`` walk: entry lines, problems, and whether it stopped early.
+
+    Args:
+        workspace: for display and symlink checks.
+        depth: levels to descend (>= 1).
+        cancel: checked before each entry.
+    """
+
+    def __init__(self, workspace: Workspace, depth: int, cancel: threading.Event | None) -> None:
+        self.workspace = workspace
+        self.depth = depth
+        self.cancel = cancel
+        self.lines: list[str] = []
+        self.problems: list[str] = []
+        self.stopped = False
+
+    def _entries(self, folder: Path) -> tuple[int, list[os.DirEntry[str]]] | None:
+        """The entries of ``folder`` sorted by name, listed through a descriptor opened from the
+        root without following symlinks (``fileio.open_folder``); ``None`` with a problem noted
+        when it cannot be listed. The caller closes the descriptor."""
+        try:
+            fd = open_folder(self.workspace.root, folder)
+        except OSError as error:
+            self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
+            return None
+        try:
+            with os.scandir(fd) as scan:
+                return fd, sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            os.close(fd)
+            self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
+            return None
+
+    def _must_stop(self) -> bool:
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        self.stopped = self.stopped or cancelled or len(self.lines) >= MAX_LIST_ENTRIES
+        return self.stopped
+
+    def walk(self, folder: Path, level: int = 1) -> None:
+        """List ``folder`` (at ``level``), descending into subfolders up to ``depth``."""
+        listed = self._entries(folder)
+        if listed is None:
+            return
+        fd, entries = listed
+        os.close(fd)  # the entries were read; each subfolder is opened from the root again
+        for entry in entries:
+            if self._must_stop():
+                return
+            path = folder / entry.name
+            shown = self.workspace.display(path)
+            if entry.is_symlink():
+                self.lines.append(_describe_symlink(self.workspace, path, shown))
+            elif entry.is_dir(follow_symlinks=False):
+                self.lines.append(shown + "/")
+                if level < self.depth and entry.name not in _NOT_DESCENDED:
+                    self.walk(path, level + 1)
+            else:
+                self.lines.append(shown)
+
+    def result(self, top_shown: str, max_chars: int) -> ToolResult:
+        """The listing as a result: entries, then a note on why it stopped, then problems."""
+        lines = list(self.lines)
+        if not lines and not self.problems:
+            lines.append(f"({top_shown} is empty)")
+        if self.cancel is not None and self.cancel.is_set():
+            lines.append("[cancelled]")
+        elif self.stopped:
+            lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
+        return ToolResult(cap(current_redactor()("\n".join(lines + self.problems)), max_chars))
+
+
 def _list_dir(
     workspace: Workspace,
     max_chars: int,
@@ -354,7 +427,6 @@ def _list_dir(
     depth = 1 if raw_depth is None else int(raw_depth)
     if depth < 1:
         return _error("depth must be at least 1")
-    depth = min(depth, MAX_LIST_DEPTH)
     try:
         top = workspace.resolve(str(arguments.get("path", ".")))
     except OutsideWorkspaceError as error:
@@ -364,44 +436,9 @@ def _list_dir(
         return _error(f"folder not found: {top_shown}")
     if not top.is_dir():
         return _error(f"{top_shown} is not a folder (use read_file)")
-    lines: list[str] = []
-    problems: list[str] = []
-    stopped = False
-
-    def walk(folder: Path, level: int) -> None:
-        nonlocal stopped
-        try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError as error:
-            problems.append(f"cannot list {workspace.display(folder)}: {error.strerror}")
-            return
-        for entry in entries:
-            if stopped or (cancel is not None and cancel.is_set()):
-                stopped = True
-                return
-            if len(lines) >= MAX_LIST_ENTRIES:
-                stopped = True
-                return
-            path = folder / entry.name
-            shown = workspace.display(path)
-            if entry.is_symlink():
-                lines.append(_describe_symlink(workspace, path, shown))
-            elif entry.is_dir(follow_symlinks=False):
-                lines.append(shown + "/")
-                if level < depth and entry.name not in _NOT_DESCENDED:
-                    walk(path, level + 1)
-            else:
-                lines.append(shown)
-
-    walk(top, 1)
-    if not lines and not problems:
-        lines.append(f"({top_shown} is empty)")
-    if cancel is not None and cancel.is_set():
-        lines.append("[cancelled]")
-    elif stopped:
-        lines.append(f"[listing stopped after {MAX_LIST_ENTRIES} entries; list a subfolder]")
-    return ToolResult(cap("\n".join(lines + problems), max_chars))
+    listing = _Listing(workspace, min(depth, MAX_LIST_DEPTH), cancel)
+    listing.walk(top)
+    return listing.result(top_shown, max_chars)
 
 
 def list_dir_tool(workspace: Workspace, max_chars: int) -> Tool:

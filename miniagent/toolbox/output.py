@@ -1,12 +1,9 @@
-"""Turning bytes into text a model can read: decoding, binary detection and capping.
+"""Turning bytes into text a model can read: decoding, binary detection, bounded collection.
 
 - ``decode(data)``: UTF-8 with every invalid byte sequence replaced by U+FFFD; never raises.
 - ``is_binary(data)``: a NUL byte within the first 8 KB (8192 bytes).
-- ``cap(text, max_chars)``: keeps the head and the tail and puts one line between them saying
-  exactly how many characters were left out; the result is at most ``max_chars`` characters
-  (unless ``max_chars`` is smaller than the note itself).
 - ``OutputBuffer``: collects a stream of bytes of any length in bounded memory (head and tail),
-  for command output.
+  for command output; its text is capped with the one marker of ``miniagent._text.cap``.
 """
 
 from __future__ import annotations
@@ -14,7 +11,10 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
-__all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "cap", "omission_note", "OutputBuffer"]
+from .._redaction import Redactor
+from .._text import cap, omission_note, split_budget
+
+__all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "ends_text", "OutputBuffer"]
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -27,44 +27,6 @@ def decode(data: bytes) -> str:
 def is_binary(data: bytes) -> bool:
     """Return whether ``data`` looks binary: a NUL byte in its first 8192 bytes."""
     return b"\x00" in data[:BINARY_SNIFF_BYTES]
-
-
-def omission_note(chars: int, extra_bytes: int = 0) -> str:
-    """Return the line put where text was cut, e.g. ``[... 1234 characters left out ...]``.
-
-    Args:
-        chars: characters left out.
-        extra_bytes: bytes left out that were never decoded (only for very long streams).
-    """
-    if extra_bytes:
-        return f"[... {chars} characters and {extra_bytes} bytes left out ...]"
-    return f"[... {chars} characters left out ...]"
-
-
-def _split_budget(max_chars: int, note_length: int) -> tuple[int, int]:
-    budget = max(0, max_chars - note_length - 2)  # two newlines around the note
-    head = budget // 2
-    return head, budget - head
-
-
-def cap(text: str, max_chars: int) -> str:
-    """Shorten ``text`` to at most ``max_chars`` characters, keeping its head and tail.
-
-    Args:
-        text: any text.
-        max_chars: the limit in characters (>= 1).
-
-    Returns:
-        ``text`` unchanged when it fits; else ``head + "\\n" + note + "\\n" + tail`` where the note
-        (``omission_note``) gives the exact number of characters left out, i.e.
-        ``len(text) - len(head) - len(tail)``.
-    """
-    if len(text) <= max_chars:
-        return text
-    head_chars, tail_chars = _split_budget(max_chars, len(omission_note(len(text))))
-    left_out = len(text) - head_chars - tail_chars
-    tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{text[:head_chars]}\n{omission_note(left_out)}\n{tail}"
 
 
 class OutputBuffer:
@@ -120,23 +82,51 @@ class OutputBuffer:
             return cap(text if redact is None else redact(text), max_chars)
         if len(self._tail) > self._keep:
             del self._tail[: len(self._tail) - self._keep]
-        # Middle dropped: decode each end without splitting a UTF-8 sequence at the cut.
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        head_text = decoder.decode(bytes(self._head), final=False)
-        head_used = len(self._head) - len(decoder.getstate()[0])
-        tail = bytes(self._tail)
-        skip = 0
+        return ends_text(bytes(self._head), bytes(self._tail), self.total_bytes, max_chars, redact)
+
+
+def ends_text(
+    head: bytes,
+    tail: bytes,
+    total_bytes: int,
+    max_chars: int,
+    redact: Callable[[str], str] | None = None,
+    codec: str = "utf-8",
+) -> str:
+    """The text of a byte stream known only by its two ends, capped to ``max_chars`` characters.
+
+    Args:
+        head: the stream's first bytes.
+        tail: its last bytes (not overlapping ``head``); for UTF-16/32 starting on a code unit.
+        total_bytes: the stream's length in bytes (the middle was never read).
+        max_chars: the cap in characters.
+        redact: applied to each decoded end before it is cut; a ``Redactor`` also clears the
+            ends' edges at the dropped middle of parts of secrets (``Redactor.edges``).
+        codec: ``"utf-8"`` (a sequence split at either cut is dropped) or a UTF-16/32 codec.
+
+    Returns:
+        ``head + "\\n" + note + "\\n" + tail``; the note (``omission_note``) counts the characters
+        left out of the decoded ends and the bytes in the middle that were never decoded.
+    """
+    # Decode each end without splitting a sequence at the cut.
+    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+    head_text = decoder.decode(head, final=False)
+    head_used = len(head) - len(decoder.getstate()[0])
+    skip = 0
+    if codec == "utf-8":
         while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
             skip += 1
-        tail_text = decode(tail[skip:])
-        if redact is not None:
-            head_text, tail_text = redact(head_text), redact(tail_text)
-        dropped_bytes = self.total_bytes - head_used - (len(tail) - skip)
-        note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))
-        head_chars, tail_chars = _split_budget(max_chars, note_length)
-        head_chars = min(head_chars, len(head_text))
-        tail_chars = min(tail_chars, len(tail_text))
-        left_out = len(head_text) - head_chars + len(tail_text) - tail_chars
-        tail_part = tail_text[len(tail_text) - tail_chars :] if tail_chars else ""
-        note = omission_note(left_out, dropped_bytes)
-        return f"{head_text[:head_chars]}\n{note}\n{tail_part}"
+    tail_text = tail[skip:].decode(codec, errors="replace")
+    if isinstance(redact, Redactor):  # the dropped middle is a cut: clear both of its edges
+        head_text, tail_text = redact.edges(head_text, end=True), redact.edges(tail_text, start=True)
+    elif redact is not None:
+        head_text, tail_text = redact(head_text), redact(tail_text)
+    dropped_bytes = total_bytes - head_used - (len(tail) - skip)
+    note_length = len(omission_note(len(head_text) + len(tail_text), dropped_bytes))
+    head_chars, tail_chars = split_budget(max_chars, note_length)
+    head_chars = min(head_chars, len(head_text))
+    tail_chars = min(tail_chars, len(tail_text))
+    left_out = len(head_text) - head_chars + len(tail_text) - tail_chars
+    tail_part = tail_text[len(tail_text) - tail_chars :] if tail_chars else ""
+    note = omission_note(left_out, dropped_bytes)
+    return f"{head_text[:head_chars]}\n{note}\n{tail_part}"

@@ -6,14 +6,16 @@ symlink followed) and then compared component-wise with the resolved workspace r
 elsewhere, a sibling such as ``/ws_evil`` for the root ``/ws``, and a symlink inside the root that
 leads out are all refused, while an absolute path inside the root is accepted.
 
-Limits: the check and the later open are two steps; a process that swaps a path component for a
-symlink in between is not defended against (writes open with ``O_NOFOLLOW`` on the last component,
-which closes the common case).
+The check and the later open are two steps; ``fileio`` closes the gap for ``read_file``,
+``write_file`` and ``edit_file``: it reaches the resolved path from the root one component at a
+time with ``O_NOFOLLOW`` (``dir_fd``), so a component swapped for a symlink in between makes the
+open fail instead of leading outside.
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 __all__ = ["OutsideWorkspaceError", "Workspace"]
@@ -21,6 +23,36 @@ __all__ = ["OutsideWorkspaceError", "Workspace"]
 
 class OutsideWorkspaceError(ValueError):
     """A path resolves outside the workspace (or cannot be resolved). The text is for the model."""
+
+
+def _entry_spelled(folder: Path, name: str) -> str | None:
+    """The one entry of ``folder`` that is ``name`` in another Unicode normalisation, if any."""
+    wanted = unicodedata.normalize("NFC", name)
+    try:
+        found = [entry for entry in os.listdir(folder) if unicodedata.normalize("NFC", entry) == wanted]
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
+def _other_spelling(candidate: Path) -> Path | None:
+    """``candidate`` (absolute, missing) with each missing non-ASCII component replaced by the
+    existing entry that differs only in Unicode normalisation (NFC vs NFD: macOS and some tools
+    store names decomposed), resolved; ``None`` when no component could be respelled."""
+    current = Path(candidate.anchor)
+    changed = False
+    for part in candidate.parts[1:]:
+        if part not in (".", "..") and not part.isascii() and not os.path.lexists(current / part):
+            spelled = _entry_spelled(current, part)
+            if spelled is not None:
+                part, changed = spelled, True
+        current = current / part
+    if not changed:
+        return None
+    try:
+        return current.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 class Workspace:
@@ -48,23 +80,28 @@ class Workspace:
 
         Args:
             path: relative to the workspace root, or absolute (then it must lie inside the root).
-                ``""`` means the root.
+                ``""`` means the root. A leading ``~`` is an ordinary character (``~x`` is the
+                file ``~x`` in the workspace), never the home folder.
 
         Returns:
             The resolved absolute path (symlinks followed). It need not exist; when it does not,
-            its existing parent chain has been resolved and lies inside the root.
+            its existing parent chain has been resolved and lies inside the root. A spelling
+            that does not exist but whose other Unicode normalisation (NFC/NFD) does, component
+            by component, gives the existing file.
 
         Raises:
             OutsideWorkspaceError: the path resolves outside the root, or cannot be resolved
                 (embedded NUL, a symlink loop).
         """
-        candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
+        candidate = Path(path)  # "~" is never expanded: "~notes.txt" is a file in the workspace
         if not candidate.is_absolute():
             candidate = self.root / candidate
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError, ValueError) as error:
             raise OutsideWorkspaceError(f"cannot resolve path {path!r}: {error}") from None
+        if not os.path.lexists(resolved):
+            resolved = _other_spelling(candidate) or resolved
         if not self.contains(resolved):
             raise OutsideWorkspaceError(
                 f"refused: {path!r} resolves outside the workspace ({self.root}); "

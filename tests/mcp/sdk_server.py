@@ -1,12 +1,13 @@
 """A test MCP server written with the official ``mcp`` SDK (``MCPServer``, formerly FastMCP).
 
-Run: ``python sdk_server.py [stdio | http PORT | paged] [--banner]``; ``--banner`` writes a line
-that is not JSON-RPC to stdout before the server starts.
+Run: ``python sdk_server.py [stdio | http PORT | http-json PORT | paged] [--banner]``;
+``--banner`` writes a line that is not JSON-RPC to stdout before the server starts.
 
 Tools: ``add`` (read-only), ``fail`` (an error result), ``slow`` (sends the log message "slow
-started", then sleeps), ``crash`` (the process exits mid-call), ``picture`` (an image block), ``grow``
-(adds a tool and sends ``tools/list_changed``). ``paged`` runs a low-level SDK server whose
-``tools/list`` returns one tool per page.
+started" and creates the file named by ``MCP_TEST_MARKER``, then sleeps), ``crash`` (the process
+exits mid-call), ``picture`` (an image block), ``grow`` (adds a tool and sends
+``tools/list_changed``). ``paged`` runs a low-level SDK server whose ``tools/list`` returns one
+tool per page.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def fail(message: str) -> str:
 async def slow(seconds: float, ctx: Context) -> str:
     """Sleep, then answer."""
     await ctx.info("slow started")
+    marker = os.environ.get("MCP_TEST_MARKER")
+    if marker:
+        open(marker, "w").close()
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 
@@ -98,8 +102,9 @@ if __name__ == "__main__":
         os.write(1, b"Starting the server... (a banner on stdout)\n")
         time.sleep(0.01)
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if mode == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    if mode in ("http", "http-json"):
+        json_response = mode == "http-json"  # answers as application/json instead of SSE
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), json_response=json_response)
     elif mode == "paged":
         paged()
     else:

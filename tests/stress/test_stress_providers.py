@@ -37,8 +37,7 @@ from stress_support import jsonl_lines_ok
 
 from miniagent import Message, ModelClient, ProviderError, load_session, run_agent
 from miniagent.model import ModelEvent
-from miniagent.providers import AnthropicClient, OpenAIChatClient
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
 
 USER = Message("user", "hi")
 
@@ -49,15 +48,23 @@ class Flavor:
     start: bytes
     delta: Callable[[str], bytes]
     text: Callable[..., bytes]
-    make: Callable[[str, RetryPolicy, float], ModelClient]
+    make: Callable[..., ModelClient]
 
 
-def make_openai(url: str, retry: RetryPolicy, timeout: float) -> ModelClient:
-    return OpenAIChatClient("m", base_url=url + "/v1", timeout=timeout, connect_timeout=2.0, retry=retry)
+def settings(retry: RetryPolicy, read_timeout: float, stream_timeout: float | None) -> HTTPSettings:
+    return HTTPSettings(read_timeout, connect_timeout=2.0, stream_timeout=stream_timeout, retry=retry)
 
 
-def make_anthropic(url: str, retry: RetryPolicy, timeout: float) -> ModelClient:
-    return AnthropicClient("m", base_url=url, timeout=timeout, connect_timeout=2.0, retry=retry)
+def make_openai(
+    url: str, retry: RetryPolicy, timeout: float, stream_timeout: float | None = None
+) -> ModelClient:
+    return OpenAIChatClient("m", base_url=url + "/v1", settings=settings(retry, timeout, stream_timeout))
+
+
+def make_anthropic(
+    url: str, retry: RetryPolicy, timeout: float, stream_timeout: float | None = None
+) -> ModelClient:
+    return AnthropicClient("m", base_url=url, settings=settings(retry, timeout, stream_timeout))
 
 
 FLAVORS = [
@@ -185,7 +192,9 @@ def test_429_with_retry_after_really_waits(tmp_path: Path) -> None:
     limited = reply(b'{"error":{"message":"slow down"}}', 429, "application/json", Retry_After="0.3")
     with RawServer(limited, reply(head() + openai_text("ok"))) as server:
         started = time.monotonic()
-        client = OpenAIChatClient("m", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=1))
+        client = OpenAIChatClient(
+            "m", base_url=server.url + "/v1", settings=HTTPSettings(retry=RetryPolicy(max_retries=1))
+        )
         assert run(client, tmp_path / "s.jsonl") == "complete"
         assert time.monotonic() - started >= 0.3
 
@@ -274,8 +283,7 @@ def test_stream_timeout_bounds_a_stream_that_never_ends(flavor: Flavor, tmp_path
 
     handler = dripping if drip else endless(head() + flavor.start, flavor.delta("more "))
     with RawServer(handler) as server:
-        client = flavor.make(server.url, policy(), 5.0)
-        client._transport.stream_timeout = 0.5  # type: ignore[attr-defined]
+        client = flavor.make(server.url, policy(), 5.0, 0.5)
         started = time.monotonic()
         error = expect_error(client, tmp_path / "s.jsonl", "did not finish within 0.5 s")
         elapsed = time.monotonic() - started
@@ -286,10 +294,14 @@ def test_stream_timeout_bounds_a_stream_that_never_ends(flavor: Flavor, tmp_path
 
 def test_stream_timeout_is_a_client_option(tmp_path: Path) -> None:
     with RawServer(endless(head(), openai_delta("x"))) as server:
-        client = OpenAIChatClient("m", base_url=server.url + "/v1", stream_timeout=0.3, retry=policy())
+        client = OpenAIChatClient(
+            "m", base_url=server.url + "/v1", settings=HTTPSettings(stream_timeout=0.3, retry=policy())
+        )
         expect_error(client, tmp_path / "s.jsonl", "stream_timeout")
     with RawServer(endless(head() + anthropic_start(), anthropic_delta("x"))) as server:
-        client2 = AnthropicClient("m", base_url=server.url, stream_timeout=0.3, retry=policy())
+        client2 = AnthropicClient(
+            "m", base_url=server.url, settings=HTTPSettings(stream_timeout=0.3, retry=policy())
+        )
         expect_error(client2, tmp_path / "s2.jsonl", "stream_timeout")
 
 

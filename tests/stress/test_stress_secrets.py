@@ -27,8 +27,7 @@ import pytest
 from raw_server import RawServer, Request, anthropic_start, head, openai_delta, openai_text, reply
 
 from miniagent import ProviderError, run_agent
-from miniagent.providers import AnthropicClient, OpenAIChatClient
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
 
 RANDOM_PART = "7f3a9c1e5b2d4f6a8c0e91d7"
 KEY = f"sk-stress-{RANDOM_PART}"
@@ -131,9 +130,9 @@ def test_key_never_leaks_from_the_library(
         proxy_env(server)
         retry = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.002)
         client = (
-            OpenAIChatClient("m", base_url=REMOTE + "/v1", retry=retry)
+            OpenAIChatClient("m", base_url=REMOTE + "/v1", settings=HTTPSettings(retry=retry))
             if provider == "openai"
-            else AnthropicClient("m", base_url=REMOTE, retry=retry)
+            else AnthropicClient("m", base_url=REMOTE, settings=HTTPSettings(retry=retry))
         )
         assert not leaks(repr(client))
         session = tmp_path / "s.jsonl"

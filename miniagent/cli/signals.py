@@ -7,10 +7,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from ._terminal import Spinner, is_terminal
+from .terminal import is_terminal
 
 __all__ = ["SignalCancel"]
 
@@ -23,11 +24,26 @@ class SignalCancel:
     signal also raise ``KeyboardInterrupt`` so the prompt stops waiting. The exit code is
     ``128 + signal``: 130, 143, 129. SIGHUP (the terminal closed) cancels too, so the run closes
     its calls and stops its commands instead of dying with them still running.
+
+    Args:
+        cancel: the run's cancel event, set by the first signal.
+        on_cancel: called by the first signal after ``cancel`` is set (e.g. the status line shows
+            ``cancelling...``); runs in the signal handler, so it must take no lock.
+        stop_commands: called by the second signal just before ``os._exit``, so that no child
+            process of the run outlives it (e.g. the toolbox's ``kill_running_commands``); must be
+            safe in a signal handler.
     """
 
-    def __init__(self, cancel: threading.Event, spinner: Spinner) -> None:
+    def __init__(
+        self,
+        cancel: threading.Event,
+        *,
+        on_cancel: Callable[[], None] | None = None,
+        stop_commands: Callable[[], None] | None = None,
+    ) -> None:
         self.cancel = cancel
-        self.spinner = spinner
+        self.on_cancel = on_cancel
+        self.stop_commands = stop_commands
         self.signum: int | None = None
         self.interruptible = False
         self._previous: dict[int, Any] = {}
@@ -49,15 +65,15 @@ class SignalCancel:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
-            shell = sys.modules.get("miniagent.toolbox.shell")
-            if shell is not None:  # no command of ours may outlive us
-                shell.kill_running_commands()
+            if self.stop_commands is not None:  # no command of ours may outlive us
+                self.stop_commands()
             os._exit(128 + signum)
         self.signum = signum
         self.cancel.set()
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         # No locks here (the main thread may hold one): write straight to the file descriptor.
-        self.spinner.label = None if not self.spinner.enabled else "cancelling..."
+        if self.on_cancel is not None:
+            self.on_cancel()
         with contextlib.suppress(OSError):
             os.write(
                 2,

@@ -1,0 +1,5 @@
+"""``python -m miniagent.cli``: the command line."""
+
+from .app import main
+
+main()

@@ -1,0 +1,217 @@
+"""The Typer app of ``miniagent`` and its entry points ``run_cli`` (returns the exit code) and
+``main`` (exits with it).
+
+Invariants: parsing errors of click are usage errors (exit 64, click's message on stderr, nothing
+on stdout); ``UsageProblem`` raised by a command is one ``miniagent: error:`` line and exit 64;
+``run_cli`` never calls ``sys.exit``. Only the standard library, typer and the core are imported
+here; providers (``requests``) and the toolbox are imported by the runner, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand
+
+from .. import __version__
+from ..errors import MiniagentError
+from .chat import command_chat
+from .checks import UsageProblem
+from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
+from .options import Options, with_options
+from .run import command_run
+from .runner import Outcome, error_text
+
+__all__ = ["app", "main", "run_cli"]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"miniagent {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version and exit."),
+]
+
+app = typer.Typer(
+    name="miniagent",
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _app(version: VersionOpt = False) -> None:
+    """A small synchronous agent: a model, file and shell tools, and a loop you can stop.
+
+    Exit codes: 0 complete, 2 max turns reached, 130 cancelled (Ctrl-C), 143 terminated
+    (SIGTERM), 1 error, 64 usage error.
+    """
+
+
+class _Command(TyperCommand):
+    """A command whose usage line shows a required argument as ``PROMPT`` (typer: ``{PROMPT}``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces: list[str] = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+@app.command("run", cls=_Command)
+@with_options
+def _run(
+    prompt: Annotated[
+        str, typer.Argument(metavar="PROMPT", help='The task. "-" reads it from standard input.')
+    ],
+    *,
+    options: Options,
+) -> Outcome:
+    """Run one task and print the answer (streamed on a terminal)."""
+    return command_run(prompt, options)
+
+
+@app.command("chat", cls=_Command)
+@with_options
+def _chat(*, options: Options) -> Outcome:
+    """Chat: one run per line on the same session; /exit or end of input leaves."""
+    return command_chat(options)
+
+
+session_app = typer.Typer(
+    name="session",
+    help="Work on a session file.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(session_app)
+
+
+@session_app.command("pop", cls=_Command)
+def _session_pop(
+    path: Annotated[Path, typer.Argument(metavar="PATH", dir_okay=False, help="The JSONL session file.")],
+) -> int:
+    """Drop the last user message of a session and every message after it (e.g. a prompt the
+    server refused); the file stays a valid session."""
+    from .session_command import pop_last_exchange
+    from .terminal import clip
+
+    try:
+        removed = pop_last_exchange(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    sys.stderr.write(
+        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from {path}; "
+        f"the last user message was: {clip(removed[0].content, 60)}\n"
+    )
+    return EXIT_OK
+
+
+def _click_error_classes() -> tuple[type[Exception], type[Exception]]:
+    """(UsageError, ClickException) of the click that typer uses (vendored in typer >= 0.26)."""
+    mro = typer.BadParameter.__mro__
+    usage = next(c for c in mro if c.__name__ == "UsageError")
+    base = next(c for c in mro if c.__name__ == "ClickException")
+    return usage, base
+
+
+def _usage_text(error: Exception) -> str:
+    """Click's usage error in one line; an environment variable is named only when it was used."""
+    ctx: Any = getattr(error, "ctx", None)
+    param: Any = getattr(error, "param", None)
+    if (
+        type(error).__name__ == "BadParameter"
+        and param is not None
+        and getattr(error, "param_hint", None) is None
+    ):
+        name = "/".join(param.opts) if param.opts else param.human_readable_name
+        source = ctx.get_parameter_source(param.name) if ctx is not None else None
+        if getattr(source, "name", "") == "ENVIRONMENT" and param.envvar:
+            name += f" (from ${param.envvar})"
+        text = f"invalid value for {name}: {getattr(error, 'message', error)}"
+    else:
+        format_message = getattr(error, "format_message", None)
+        text = format_message() if callable(format_message) else str(error)
+    command = ctx.command_path if ctx is not None else "miniagent"
+    return f"{' '.join(text.split())} (see '{command} --help')"
+
+
+def _print_error(text: str) -> None:
+    sys.stderr.write(f"miniagent: error: {text}\n")
+    sys.stderr.flush()
+
+
+def _run_app(argv: Sequence[str] | None) -> Outcome:
+    """Parse ``argv`` and run the command; every way out becomes an ``Outcome``."""
+    usage_error, click_error = _click_error_classes()
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name="miniagent",
+            standalone_mode=False,
+        )
+    except UsageProblem as error:
+        _print_error(f"{error} (see 'miniagent --help')")
+        return Outcome(EXIT_USAGE)
+    except usage_error as error:
+        _print_error(_usage_text(error))
+        return Outcome(EXIT_USAGE)
+    except click_error as error:
+        error.show()  # type: ignore[attr-defined]
+        return Outcome(int(getattr(error, "exit_code", EXIT_ERROR)))
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("\nminiagent: aborted\n")
+        return Outcome(EXIT_SIGINT)
+    except typer.Exit as exit_:
+        return Outcome(int(exit_.exit_code))
+    if isinstance(result, Outcome):
+        return result
+    return Outcome(result if isinstance(result, int) else EXIT_OK)
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (never calls ``sys.exit``).
+
+    Args:
+        argv: the arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 complete, 2 max_turns, 130 aborted by SIGINT, 143 by SIGTERM, 129 by
+        SIGHUP, 1 runtime error, 64 usage error (click's message is printed on stderr first).
+    """
+    return _run_app(argv).code
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: run the CLI and exit with its code.
+
+    When a client thread is still starting or closing (a local server finishing its prompt), the
+    process exits with ``os._exit`` without waiting for it; the OS reclaims the server.
+
+    Args:
+        argv: the arguments without the program name (default ``sys.argv[1:]``).
+
+    Raises:
+        SystemExit: with the exit code of ``run_cli`` (unless ``os._exit`` was needed).
+    """
+    outcome = _run_app(argv)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if outcome.abandon_threads:
+        os._exit(outcome.code)
+    sys.exit(outcome.code)

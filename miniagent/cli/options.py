@@ -1,0 +1,194 @@
+"""The options shared by ``run`` and ``chat``: one dataclass field per option.
+
+Adding an option is a one-place change: add a field to ``Options`` whose annotation carries its
+``typer.Option`` (flag, help, checks) and whose default is the option's default. ``with_options``
+gives every command that field as a parameter (typer reads the command's signature) and hands the
+command one ``Options`` value built from what was parsed. Code that needs the option reads
+``options.<field>``.
+
+Invariants: ``Options.workspace`` is an absolute, resolved folder after construction (default: the
+current folder); option names are the field names with ``_`` spelled ``-``, unless the
+``typer.Option`` names them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from .._provider_names import PROVIDERS, check_provider
+from .defaults import APPROVALS, DEFAULT_MAX_TURNS
+
+__all__ = ["Options", "with_options"]
+
+
+def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (typer reads it)
+    if value in (None, ""):
+        return None
+    try:
+        return check_provider(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}") from None
+
+
+def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
+    if value is not None and value not in APPROVALS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(APPROVALS)}")
+    return value
+
+
+@dataclass
+class Options:
+    """Every option of ``run`` and ``chat`` as parsed (see each field's ``help``)."""
+
+    provider: Annotated[
+        Optional[str],  # noqa: UP045 (typer reads the annotations)
+        typer.Option(
+            "--provider",
+            envvar="MINIAGENT_PROVIDER",
+            metavar="local|openai|anthropic",
+            callback=_check_provider,
+            help="Model provider. Default: anthropic if ANTHROPIC_API_KEY is set, else openai if "
+            "OPENAI_API_KEY is set or --base-url is given, else the embedded local model. "
+            "MINIAGENT_API_KEY, when set, is the key sent to any server.",
+        ),
+    ] = None
+    model: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--model", envvar="MINIAGENT_MODEL", help="Model name (local: a .gguf path)."),
+    ] = None
+    base_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--base-url", envvar="MINIAGENT_BASE_URL", help="API base URL of the provider."),
+    ] = None
+    max_turns: Annotated[
+        int, typer.Option("--max-turns", min=1, help="Most model requests per run (exit 2 when reached).")
+    ] = DEFAULT_MAX_TURNS
+    session: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--session", dir_okay=False, help="JSONL session file to resume and append to."),
+    ] = None
+    context_max_chars: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--context-max-chars", min=1, help="Character budget of the context sent to the model."),
+    ] = None
+    workspace: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--workspace",
+            exists=True,
+            file_okay=False,
+            help="Folder the tools work in. Default: current folder.",
+        ),
+    ] = None
+    approve: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--approve",
+            metavar="ask|read-only|all",
+            callback=_check_approve,
+            help="Tool approval. Default: ask when stdin is a terminal, else read-only.",
+        ),
+    ] = None
+    system: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--system", help="System prompt. Default: one naming the workspace and tools."),
+    ] = None
+    json: Annotated[
+        bool, typer.Option("--json", help="Write one JSON object per message and a final result line.")
+    ] = False
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs on stderr.")] = False
+    timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="Cancel a run that is not done after SECONDS (exit 124); its calls are closed and the "
+            "session stays valid.",
+        ),
+    ] = None
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Log what happens on stderr (-v: requests, tools; -vv: debug).",
+        ),
+    ] = 0
+    log_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--log-file", dir_okay=False, metavar="PATH", help="Append debug logs to PATH."),
+    ] = None
+    mcp_config: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--mcp-config",
+            exists=True,
+            dir_okay=False,
+            metavar="FILE",
+            help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
+            "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
+
+    def __post_init__(self) -> None:
+        self.workspace = (self.workspace or Path.cwd()).resolve()
+
+    @property
+    def folder(self) -> Path:
+        """The workspace folder (absolute, resolved)."""
+        assert self.workspace is not None  # set by __post_init__
+        return self.workspace
+
+
+def _option_parameters() -> list[inspect.Parameter]:
+    hints = typing.get_type_hints(Options, include_extras=True)
+    return [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+        for f in fields(Options)
+    ]
+
+
+_T = TypeVar("_T")
+
+
+def with_options(command: Callable[..., _T]) -> Callable[..., _T]:
+    """Give ``command`` every ``Options`` field as a typer parameter; it receives ``options=``.
+
+    Args:
+        command: a function whose parameters are its own typer arguments plus ``options``
+            (keyword, an ``Options``). Its own parameters are declared as usual.
+
+    Returns:
+        A function for ``app.command()`` whose signature is ``command``'s own parameters followed
+        by one keyword parameter per option (named like the field; the flag comes from the
+        field's ``typer.Option``).
+
+    Raises:
+        TypeError: one of ``command``'s own parameters has the name of an option.
+    """
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"]
+    names = {f.name for f in fields(Options)}
+    clash = names.intersection(p.name for p in own)
+    if clash:
+        raise TypeError(f"{command.__name__}: parameters named like options: {sorted(clash)}")
+    parameters = own + _option_parameters()
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> _T:
+        values = {name: kwargs.pop(name) for name in names if name in kwargs}
+        return command(**kwargs, options=Options(**values))
+
+    del wrapper.__wrapped__  # typer must see the new signature, not the wrapped function's
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper

@@ -1,0 +1,88 @@
+"""``miniagent run PROMPT``: one run, then the answer (streamed on a terminal) and its exit code."""
+
+from __future__ import annotations
+
+import sys
+
+from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
+from .defaults import EXIT_ERROR, EXIT_SIGINT
+from .display import choose_display
+from .logs import configure_logging
+from .options import Options
+from .runner import Outcome, Runner
+
+__all__ = ["command_run"]
+
+
+def read_stdin() -> str:
+    """All of standard input as text; bytes that are not UTF-8 become U+FFFD.
+
+    Raises:
+        UsageProblem: standard input is closed.
+    """
+    if sys.stdin is None:
+        raise UsageProblem('the prompt is "-" but standard input is closed')
+    buffer = getattr(sys.stdin, "buffer", None)
+    try:
+        if buffer is None:  # a text stream put in place of stdin
+            return str(sys.stdin.read())
+        data = buffer.read()
+    except (OSError, ValueError) as error:
+        raise UsageProblem(f'the prompt is "-" but standard input cannot be read ({error})') from None
+    text: str = data.decode("utf-8", "replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_prompt(prompt: str) -> str:
+    """The prompt to send: ``prompt``, or standard input when it is ``-``.
+
+    Raises:
+        UsageProblem: the prompt is empty (only whitespace).
+    """
+    if prompt == "-":
+        prompt = read_stdin().rstrip("\r\n")
+    prompt = valid_text(prompt)
+    if not prompt.strip():
+        raise UsageProblem("the prompt is empty")
+    return prompt
+
+
+def command_run(prompt: str, options: Options) -> Outcome:
+    """Run ``prompt`` once and report it.
+
+    Returns:
+        The exit code (see ``exit_code_for_stop_reason``; 1 for a runtime error, 130/143/129
+        after a signal) and whether a client thread must be abandoned.
+
+    Raises:
+        UsageProblem: a usage error (before anything started).
+    """
+    configure_logging(options)
+    check_options(options)
+    prompt = read_prompt(prompt)
+    check_prompt_fits(prompt, options.context_max_chars)
+    runner = Runner(options, choose_display(json=options.json, chat=False))
+    with runner:
+        code = _run_and_report(runner, prompt)
+    return runner.outcome(code)  # after the close: it may have abandoned a thread
+
+
+def _run_and_report(runner: Runner, prompt: str) -> int:
+    if runner.output_lost():  # stdout closed: nobody could read the answer
+        return runner.settle(EXIT_ERROR)
+    runner.start_clock()
+    try:
+        runner.open_session()  # a corrupt or locked session fails before the client starts
+        runner.open()
+        stop_reason, code = runner.run_once(prompt)
+        runner.display.finish_run(stop_reason, code)
+        if not runner.output_lost():
+            runner.report_stop(stop_reason)
+            runner.display.report_usage()
+        return runner.settle(code)
+    except KeyboardInterrupt:  # while the client was starting: nothing was sent
+        runner.display.finish_run("aborted", EXIT_SIGINT)
+        runner.display.status("\nminiagent: aborted (while the model was starting; nothing was sent)")
+        return EXIT_SIGINT
+    except Exception as error:
+        return runner.fail(error)

@@ -1,0 +1,553 @@
+"""Child processes of the tools: each in a process group of its own, read with caps, stopped
+with its whole group, and registered while it runs.
+
+Used by ``run_command`` (``shell``), ``grep`` (its worker, ``search``) and MCP stdio servers.
+
+API:
+
+- ``check_environment(env)``: a checked copy of an environment given by a caller.
+- ``start_child(argv, cwd, env=..., stdin=..., stdout=..., stderr=...)``: a ``subprocess.Popen``
+  started in a new session (``start_new_session``: its process group id is its pid), its group
+  registered.
+- ``stop_child(process, grace=..., drain=...)``: SIGTERM to the group, SIGKILL after ``grace``
+  seconds to members still alive, the child reaped, the group unregistered. ``drain(seconds)``
+  is called while waiting (e.g. to keep reading a pipe the members may be blocked writing to).
+- ``kill_running_children()``: SIGKILL every registered group now, for a process that must exit
+  at once (the CLI's second Ctrl-C); ``register_group``/``unregister_group`` for a child started
+  otherwise; ``running_groups()`` lists them.
+- ``run_process(argv, cwd, timeout=..., cancel=...)``: start, read stdout and stderr merged into
+  a bounded ``OutputBuffer`` in the calling thread, stop on exit, cancel or timeout.
+- ``ToolTimeout(default, maximum)``: the one vocabulary of tool timeouts (input check, notes in
+  the result, JSON Schema property).
+
+Invariants:
+
+- A group is in the registry from right after its child started until the child is reaped.
+- ``stop_child`` and ``run_process`` return when no member of the group is alive, or after
+  ``REAP_SECONDS`` past the SIGKILL; the child is always reaped. An exception while waiting
+  (e.g. ``KeyboardInterrupt``) SIGKILLs the group before it propagates.
+- "Alive" ignores zombies: on Linux the members are looked up in ``/proc`` (a killed grandchild
+  stays a zombie until the init process reaps it, which can take a second in containers);
+  elsewhere ``killpg(pgid, 0)`` decides.
+- ``run_process`` reads the pipe itself (``select`` with 20 ms polls; no helper threads) and checks
+  the cancel event and the deadline at every poll: cancelling takes effect within about 20 ms.
+  Stopping the group also ends background children (``sleep 30 &``) that would otherwise keep the
+  pipe open.
+
+- With ``contain`` (``run_command`` uses it), the program runs under the reaper (``_reaper.py``),
+  a child subreaper: every descendant, also one that left the group or the session (``set -m``,
+  ``setsid``, a daemon), is stopped when the program ends, is cancelled or times out.
+
+Limits: without ``contain``, a process that left the group on purpose is out of reach; reading
+stops once the group is gone. The emergency ``kill_running_children`` has no time for the
+reaper's clean-up: it SIGKILLs what one look at ``/proc`` finds under each child, then the group
+(a process forked during that look can escape). The reaper needs Linux (``prctl``, ``/proc``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from .output import OutputBuffer
+
+__all__ = [
+    "KILL_GRACE_SECONDS",
+    "REAP_SECONDS",
+    "ToolTimeout",
+    "ProcessOutcome",
+    "check_environment",
+    "contained",
+    "start_child",
+    "stop_child",
+    "kill_child",
+    "group_alive",
+    "register_group",
+    "unregister_group",
+    "running_groups",
+    "kill_running_children",
+    "run_process",
+]
+
+KILL_GRACE_SECONDS = 0.5
+"""Default seconds between SIGTERM and SIGKILL when a group is stopped."""
+REAP_SECONDS = 2.0
+"""How long to wait for SIGKILLed members to die."""
+REAPER_MARGIN_SECONDS = 1.0
+"""Extra seconds a contained child's reaper gets, past the grace, to stop every descendant."""
+_POLL_SECONDS = 0.02
+_REAPER = Path(__file__).with_name("_reaper.py")
+_RUNNING: set[int] = set()  # process groups of children running now
+
+
+# --- timeouts --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTimeout:
+    """The timeout a tool takes as input, in seconds: default, maximum and the texts around it.
+
+    Every tool that stops a child after a time uses one of these, so the model sees one
+    vocabulary: the input ``timeout`` (a positive number of seconds), ``INVALID`` when it is not
+    a finite one, ``[timeout lowered to the maximum of N s]`` when it is above the maximum, and
+    ``[timed out after N s]`` (``timed_out``) in the result.
+
+    Args:
+        default: seconds when the input gives none.
+        maximum: the largest accepted; larger finite values are lowered to it.
+    """
+
+    default: float
+    maximum: float
+    INVALID: ClassVar[str] = "timeout must be a positive, finite number of seconds"
+
+    def resolve(self, raw: Any) -> tuple[float | None, list[str]]:
+        """Return the timeout asked for (``raw``: a number or ``None``) and notes for the result.
+
+        Returns:
+            ``(seconds, notes)``; ``(None, [])`` when ``raw`` is not a positive finite number
+            (zero, negative, NaN, infinity or ``1e400``, an integer too large for a float): the
+            caller answers ``INVALID``. A finite value above ``maximum`` is lowered to it.
+        """
+        if raw is None:
+            return self.default, []
+        try:
+            timeout = float(raw)
+        except (OverflowError, TypeError, ValueError):  # OverflowError: an int such as 10**400
+            return None, []
+        if not 0 < timeout < math.inf:  # also refuses NaN, which would make the deadline never pass
+            return None, []
+        if timeout > self.maximum:
+            return self.maximum, [f"[timeout lowered to the maximum of {self.maximum:g} s]"]
+        return timeout, []
+
+    def schema(self, what: str) -> dict[str, Any]:
+        """The JSON Schema of the ``timeout`` input; ``what`` names what is stopped (``command``)."""
+        return {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": self.maximum,
+            "description": f"Seconds before the {what} is stopped. "
+            f"Default: {self.default:g}; at most {self.maximum:g}.",
+        }
+
+    @staticmethod
+    def timed_out(seconds: float, hint: str = "") -> str:
+        """The line that ends a timed-out result: ``[timed out after N s]`` (``; hint`` inside)."""
+        return f"[timed out after {seconds:g} s; {hint}]" if hint else f"[timed out after {seconds:g} s]"
+
+
+# --- the registry of running groups ----------------------------------------------------------------
+
+
+def register_group(pgid: int) -> None:
+    """Add a running process group to the registry (``start_child`` does it for its children)."""
+    _RUNNING.add(pgid)
+
+
+def unregister_group(pgid: int) -> None:
+    """Remove a process group from the registry (``stop_child`` does it); unknown ids are ignored."""
+    _RUNNING.discard(pgid)
+
+
+def running_groups() -> frozenset[int]:
+    """Return the process groups registered now."""
+    return frozenset(_RUNNING)
+
+
+def kill_running_children() -> None:
+    """SIGKILL the process group of every registered child (commands, grep, MCP servers).
+
+    For a process that must exit at once (e.g. the CLI's second Ctrl-C, which skips the normal
+    stop): without it, those groups would outlive the process. Every descendant of a group's
+    leader (found in ``/proc``) is killed too, also one that left the group: a contained child's
+    reaper keeps those in its tree. Safe in a signal handler (no locks).
+    """
+    for _ in range(3):  # another thread may change the set while it is copied
+        try:
+            groups = tuple(_RUNNING)
+        except RuntimeError:
+            continue
+        stats = _proc_stats() if groups else None
+        for pgid in groups:
+            # Descendants that left the group first (a contained child's reaper keeps them in
+            # its tree), then the group: once the reaper is gone they would be out of reach.
+            for pid in _descendants(pgid, stats or []):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
+        return
+
+
+# --- groups --------------------------------------------------------------------------------------------
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to process group ``pgid``; a group that is gone (or not ours) is ignored."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _proc_stats() -> list[bytes] | None:
+    """The ``/proc/PID/stat`` lines of every process, or ``None`` without a usable ``/proc``."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    if "self" not in names:
+        return None
+    stats = []
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    stats.append(handle.read())
+            except OSError:
+                continue
+    return stats
+
+
+def _descendants(root: int, stats: list[bytes]) -> list[int]:
+    """Pids under ``root`` in the ``ppid`` tree of ``stats`` (``/proc/PID/stat`` lines)."""
+    children: dict[int, list[int]] = {}
+    for stat in stats:
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(stat.split(b" ", 1)[0]))
+    found, queue = [], list(children.get(root, ()))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    """Return whether a process of group ``pgid`` is alive (zombies do not count on Linux)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stats = _proc_stats()
+    if stats is None:
+        return True
+    for stat in stats:
+        # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+# --- starting and stopping one child ------------------------------------------------------------------
+
+
+def check_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """Return a copy of ``env`` after checking that a child process can be given it.
+
+    Args:
+        env: variable names to values.
+
+    Returns:
+        A new ``dict`` with the same items.
+
+    Raises:
+        TypeError: a name or a value is not a ``str``.
+        ValueError: a name is empty or contains ``=`` or NUL, or a value contains NUL.
+    """
+    copy = dict(env)
+    for name, value in copy.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"environment names and values must be str: {name!r}")
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise ValueError(f"invalid environment variable {name!r}")
+    return copy
+
+
+def contained(argv: Sequence[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
+    """``argv`` run through the reaper (``_reaper.py``): a child subreaper that, when the program
+    ends or is stopped, stops every descendant -- also those that left the process group or the
+    session (``set -m``, ``setsid``, daemons) -- SIGTERM, then SIGKILL after ``grace`` seconds.
+    Unchanged when there is no interpreter path to run the reaper with."""
+    if not sys.executable:
+        return list(argv)
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", "--", *argv]
+
+
+def start_child(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: int | IO[bytes] | None = subprocess.DEVNULL,
+    stdout: int | IO[bytes] | None = subprocess.PIPE,
+    stderr: int | IO[bytes] | None = subprocess.STDOUT,
+    contain: bool = False,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a process group of its own and register the group.
+
+    Args:
+        argv: the program and its arguments (no shell involved).
+        cwd: the working folder; ``None`` keeps this process's.
+        env: the child's exact environment; ``None`` inherits ``os.environ`` unchanged (callers
+            running untrusted commands pass ``environment.scrubbed_environ()``).
+        stdin, stdout, stderr: as for ``subprocess.Popen`` (bytes mode). Defaults: ``/dev/null``,
+            a pipe, and stderr merged into stdout. MCP stdio servers pass ``PIPE`` for stdin.
+        contain: run ``argv`` through the reaper (``contained``), so that no descendant of it
+            survives its end or its stop, even one that left the group (Linux).
+
+    Returns:
+        The running ``Popen``; its pid is its process group id. Stop it with ``stop_child``.
+
+    Raises:
+        OSError: the child could not be started (e.g. ``cwd`` is gone, ``argv[0]`` missing).
+    """
+    process = subprocess.Popen(
+        contained(argv) if contain else list(argv),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+    register_group(process.pid)
+    return process
+
+
+def _wait_group_gone(
+    process: subprocess.Popen[bytes], drain: Callable[[float], None], seconds: float
+) -> bool:
+    """Drain and reap until no process of the group is alive, for at most ``seconds``.
+
+    Returns:
+        Whether the group is gone.
+    """
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        drain(0.01)
+        process.poll()
+        if not group_alive(process.pid):
+            return True
+    return False
+
+
+def kill_child(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the group of ``process`` at once, reap the child, unregister the group."""
+    try:
+        if process.returncode is None:
+            signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        unregister_group(process.pid)
+
+
+def stop_child(
+    process: subprocess.Popen[bytes],
+    *,
+    grace: float = KILL_GRACE_SECONDS,
+    drain: Callable[[float], None] | None = None,
+) -> None:
+    """Stop the whole group of ``process``: SIGTERM, SIGKILL after ``grace`` seconds, reap.
+
+    Args:
+        process: a child started by ``start_child`` (its pid is its group id).
+        grace: seconds the members get to exit after SIGTERM.
+        drain: called with a number of seconds to wait while members exit (e.g. a pipe reader,
+            so that a member blocked on a full pipe can finish); ``None`` sleeps.
+
+    Returns when no member is alive (or ``REAP_SECONDS`` after the SIGKILL) and the child is
+    reaped; the group is unregistered. Safe to call on a child that already exited.
+    """
+    wait = drain if drain is not None else time.sleep
+    pgid = process.pid
+    try:
+        process.poll()
+        if group_alive(pgid):
+            signal_group(pgid, signal.SIGTERM)
+            if not _wait_group_gone(process, wait, grace):
+                signal_group(pgid, signal.SIGKILL)
+                _wait_group_gone(process, wait, REAP_SECONDS)
+        process.wait()
+    finally:
+        kill_child(process)  # an exception got here first: no waiting; else only unregisters
+
+
+# --- running a child to the end ----------------------------------------------------------------------
+
+
+class _Pipe:
+    """The read end of the child's output pipe, read without blocking longer than a poll."""
+
+    def __init__(self, fd: int, buffer: OutputBuffer) -> None:
+        self.fd = fd
+        self.buffer = buffer
+        self.eof = False
+
+    def pump(self, wait: float) -> None:
+        """Read what is available, waiting at most ``wait`` seconds for something to arrive."""
+        if self.eof:
+            if wait > 0:
+                time.sleep(wait)
+            return
+        deadline = time.monotonic() + wait
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                return
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            if not data:
+                self.eof = True
+                return
+            self.buffer.append(data)
+            if time.monotonic() >= deadline:
+                # Keep draining a chatty child, but never past the poll interval.
+                return
+
+    def read_rest(self) -> None:
+        """Take what is left in the pipe without waiting (every writer is gone)."""
+        while not self.eof:
+            before = self.buffer.total_bytes
+            self.pump(0.0)
+            if self.buffer.total_bytes == before:
+                break
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """What ``run_process`` observed.
+
+    Args:
+        output: the child's stdout and stderr merged, as raw bytes (bounded: ``OutputBuffer``).
+        returncode: the child's exit status; negative ``-N`` when killed by signal ``N``.
+        stopped: ``"timeout"``, ``"cancelled"`` or ``None`` when the child exited by itself.
+        pgid: the process group id (the child's pid), e.g. for checking that it is gone.
+        seconds: wall time of the call.
+    """
+
+    output: OutputBuffer
+    returncode: int
+    stopped: str | None
+    pgid: int
+    seconds: float
+
+
+def _start_with_input(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    input_data: bytes | None,
+    contain: bool,
+) -> subprocess.Popen[bytes]:
+    """``start_child`` with stdin ``/dev/null``, or a temporary file holding ``input_data`` (never
+    blocks, whatever the size; the child holds its own descriptor once started)."""
+    if input_data is None:
+        return start_child(argv, cwd, env=env, contain=contain)
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(input_data)
+        stdin.seek(0)
+        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain)
+
+
+def _read_until_done(
+    process: subprocess.Popen[bytes],
+    pipe: _Pipe,
+    deadline: float,
+    cancel: threading.Event | None,
+) -> str | None:
+    """Read the output until the child exits, the deadline passes or ``cancel`` is set.
+
+    Returns:
+        ``"cancelled"``, ``"timeout"`` or ``None`` (the child exited by itself).
+    """
+    while process.poll() is None:
+        if cancel is not None and cancel.is_set():
+            return "cancelled"
+        if time.monotonic() >= deadline:
+            return "timeout"
+        if pipe.eof:
+            # Output closed: wait for the exit itself (returns as soon as the child is gone).
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_POLL_SECONDS)
+        else:
+            pipe.pump(_POLL_SECONDS)
+    return None
+
+
+def run_process(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    *,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    keep_bytes: int = 65536,
+    kill_grace: float = KILL_GRACE_SECONDS,
+    env: Mapping[str, str] | None = None,
+    input_data: bytes | None = None,
+    contain: bool = False,
+) -> ProcessOutcome:
+    """Run ``argv`` in its own process group in ``cwd`` and collect its merged output.
+
+    Args:
+        argv: the program and its arguments (no shell involved).
+        cwd: the working folder.
+        timeout: seconds before the group is stopped (> 0).
+        cancel: when set, the group is stopped within about 20 ms.
+        keep_bytes: bytes of output kept at each end (``OutputBuffer``); the middle of a longer
+            stream is dropped and counted.
+        kill_grace: seconds between SIGTERM and SIGKILL.
+        env: the child's exact environment; ``None`` inherits ``os.environ`` unchanged (callers
+            running untrusted commands pass ``scrubbed_environ()``).
+        input_data: bytes the child reads on stdin (from a temporary file); ``None`` gives
+            ``/dev/null``.
+        contain: run through the reaper (``contained``, with ``kill_grace``; SIGKILL to the group
+            only after ``REAPER_MARGIN_SECONDS`` more): then no descendant at all is alive when
+            it returns, even one that left the group. The program is then a child of the
+            reaper: its pid is not the group id.
+
+    Returns:
+        A ``ProcessOutcome``; no process of the group is alive when it returns.
+
+    Raises:
+        OSError: the child could not be started (e.g. ``cwd`` is gone, ``argv[0]`` missing).
+        ValueError: ``keep_bytes`` is below 4.
+    """
+    started = time.monotonic()
+    buffer = OutputBuffer(keep_bytes)
+    command = contained(argv, kill_grace) if contain else argv
+    process = _start_with_input(command, cwd, env, input_data, contain=False)
+    assert process.stdout is not None
+    pipe = _Pipe(process.stdout.fileno(), buffer)
+    try:
+        stopped = _read_until_done(process, pipe, started + timeout, cancel)
+        # The reaper gives the command's processes kill_grace itself: wait for it a little longer.
+        stop_child(process, grace=kill_grace + (REAPER_MARGIN_SECONDS if contain else 0.0), drain=pipe.pump)
+        pipe.read_rest()
+    finally:
+        kill_child(process)  # only when an exception (e.g. KeyboardInterrupt) got here first
+        process.stdout.close()
+    return ProcessOutcome(
+        output=buffer,
+        returncode=process.returncode,
+        stopped=stopped,
+        pgid=process.pid,
+        seconds=time.monotonic() - started,
+    )

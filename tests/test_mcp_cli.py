@@ -1,0 +1,74 @@
+"""``miniagent run --mcp-config FILE``: the CLI with real MCP servers (the published
+``mcp-server-time`` and a small standard-library server whose tool is not read-only) and a
+scripted model (a loopback OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_helpers import FakeOpenAI, model_args, run_cli, text_turn, tool_turn
+
+pytest.importorskip("mcp")
+pytest.importorskip("mcp_server_time")
+pytestmark = pytest.mark.timeout(90)
+
+ASKING_SERVER = str(Path(__file__).parent / "mcp" / "asking_server.py")  # stdlib: starts at once
+
+
+def _config(tmp_path: Path, servers: dict[str, Any], name: str = "servers.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def test_what_time_is_it_in_utc_with_a_published_server(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    config = _config(
+        tmp_path,
+        {
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+            "talker": {"command": sys.executable, "args": [ASKING_SERVER]},
+        },
+    )
+    turns = [
+        tool_turn("get_current_time", {"timezone": "UTC"}, "call_1"),
+        tool_turn("talk", {}, "call_2"),  # not marked read-only: refused under --approve read-only
+        text_turn("It is noon in UTC."),
+    ]
+    with FakeOpenAI(turns) as server:
+        args = ["run", "--mcp-config", str(config), "--approve", "read-only", *model_args(server, workspace)]
+        result = run_cli([*args, "what time is it in UTC?"], tmp_path, timeout=80)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "It is noon in UTC.\n"
+    offered = {tool["function"]["name"] for tool in server.requests[0]["tools"]}
+    assert {"get_current_time", "convert_time", "talk", "read_file"} <= offered
+    time_result = server.requests[1]["messages"][-1]
+    assert time_result["role"] == "tool" and '"timezone": "UTC"' in time_result["content"]
+    refused = server.requests[2]["messages"][-1]["content"]
+    assert refused.startswith("refused: talk may change files")
+
+
+def test_a_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"x": {"type": "sse", "url": "http://127.0.0.1:9/sse"}})
+    result = run_cli(["run", "--mcp-config", str(config), "hi"], tmp_path)
+    assert result.returncode == 64
+    assert f"--mcp-config {config}: server 'x': type \"sse\"" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_server_that_cannot_start_exits_1_naming_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    config = _config(tmp_path, {"ghost": {"command": "no-such-mcp-server-command"}})
+    with FakeOpenAI([]) as server:
+        args = ["run", "--mcp-config", str(config), *model_args(server, workspace), "hi"]
+        result = run_cli(args, tmp_path)
+    assert result.returncode == 1
+    assert "MCP server 'ghost' cannot start: no-such-mcp-server-command not found" in result.stderr
+    assert server.requests == []
