@@ -16,6 +16,7 @@ SECTIONS = (
     "oneshot",
     "loop",
     "sessions",
+    "stores",
     "streams",
     "cancel",
     "memory",

@@ -9,6 +9,8 @@ Importing this package imports only the standard library. HTTP providers live in
 ``miniagent.cli`` (extra ``cli``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
 from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
@@ -28,6 +30,9 @@ from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
 from .usage import Usage
 
+if TYPE_CHECKING:
+    from .stores import RedisSession, SQLiteSession
+
 __version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr:)
 
 __all__ = [
@@ -44,7 +49,9 @@ __all__ = [
     "ProviderError",
     "Reasoning",
     "ReasoningEvent",
+    "RedisSession",
     "RunResult",
+    "SQLiteSession",
     "SessionError",
     "SessionStore",
     "StopReason",
@@ -65,3 +72,13 @@ __all__ = [
     "tool",
     "trim_context",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SQLiteSession`` and ``RedisSession`` are imported on first use (``sqlite3`` costs
+    milliseconds at start-up, ``redis`` is an extra)."""
+    if name in ("SQLiteSession", "RedisSession"):
+        from . import stores
+
+        return getattr(stores, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -121,6 +121,22 @@ class Message:
         _set_is_error(self, is_error)
         _set_reasoning(self, reasoning)
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this message (``message_to_json``: the session line's object), a
+        dict of JSON types that crosses process boundaries (Celery, a queue, a web API)."""
+        return message_to_json(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Message:
+        """The message of a JSON object (a dict, or its JSON text as ``str`` / ``bytes``).
+
+        Raises:
+            ValueError: not JSON, or not a well-formed message (the text says which field).
+        """
+        if isinstance(data, (str, bytes, bytearray)):
+            data = json.loads(data)
+        return message_from_json(data)
+
 
 def unique_call_id(call_id: str, taken: set[str]) -> str:
     """``call_id`` itself when it is not in ``taken``, else the first of ``call_id_2``,
