@@ -14,18 +14,21 @@ from typing import TYPE_CHECKING, Any
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
 from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
-from .messages import Message, ToolCall
+from .messages import Message, Reasoning, ToolCall
 from .model import (
     DoneEvent,
     ModelClient,
     ModelEvent,
     ModelRequest,
+    ReasoningEvent,
     TextEvent,
     ToolCallEvent,
     ToolSpec,
+    UsageEvent,
 )
 from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
+from .usage import Usage
 
 if TYPE_CHECKING:
     from .stores import RedisSession, SQLiteSession
@@ -44,6 +47,8 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ProviderError",
+    "Reasoning",
+    "ReasoningEvent",
     "RedisSession",
     "RunResult",
     "SQLiteSession",
@@ -56,6 +61,8 @@ __all__ = [
     "ToolCallEvent",
     "ToolResult",
     "ToolSpec",
+    "Usage",
+    "UsageEvent",
     "__version__",
     "append_session",
     "exit_code_for_stop_reason",
