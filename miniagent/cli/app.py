@@ -2,7 +2,9 @@
 ``main`` (exits with it).
 
 Invariants: parsing errors of click are usage errors (exit 64, click's message on stderr, nothing
-on stdout); ``UsageProblem`` raised by a command is one ``miniagent: error:`` line and exit 64;
+on stdout); ``miniagent`` (or ``miniagent session``) without a command prints its usual
+multi-line help on stderr and exits 64 (no command is a usage error; stdout stays empty);
+``UsageProblem`` raised by a command is one ``miniagent: error:`` line and exit 64;
 ``run_cli`` never calls ``sys.exit``. Only the standard library, typer and the core are imported
 here; providers (``requests``) and the toolbox are imported by the runner, so ``--help`` is fast.
 """
@@ -56,8 +58,10 @@ app = typer.Typer(
 def _app(version: VersionOpt = False) -> None:
     """A small synchronous agent: a model, file and shell tools, and a loop you can stop.
 
-    Exit codes: 0 complete, 2 max turns reached, 130 cancelled (Ctrl-C), 143 terminated
-    (SIGTERM), 1 error, 64 usage error.
+    Exit codes: 0 complete, 2 max turns reached, 1 error (provider, tool server, session
+    file or its lock), 64 usage error (options, arguments, --base-url), 124 --timeout ran out,
+    130 cancelled (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output
+    closed (e.g. | head).
     """
 
 
@@ -168,6 +172,9 @@ def _run_app(argv: Sequence[str] | None) -> Outcome:
         _print_error(f"{error} (see 'miniagent --help')")
         return Outcome(EXIT_USAGE)
     except usage_error as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # ``miniagent`` alone: the whole help
+            sys.stderr.write(f"{error.format_message().rstrip()}\n")  # type: ignore[attr-defined]
+            return Outcome(EXIT_USAGE)
         _print_error(_usage_text(error))
         return Outcome(EXIT_USAGE)
     except click_error as error:

@@ -21,6 +21,7 @@ from .display import Display, choose_display
 from .logs import configure_logging
 from .options import Options
 from .runner import Outcome, Runner
+from .signals import interrupt_exit_code, signal_name
 from .terminal import is_terminal
 
 __all__ = ["CHAT_HELP", "command_chat"]
@@ -62,9 +63,10 @@ def _chat(runner: Runner) -> int:
         if interactive:
             runner.display.note("miniagent: type a message; /exit or Ctrl-D to leave")
         return _conversation(runner, interactive)
-    except KeyboardInterrupt:  # while the client was starting
-        runner.display.status("\nminiagent: aborted")
-        return EXIT_SIGINT
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, SIGHUP while the client was starting
+        code = interrupt_exit_code(interrupt)
+        runner.display.status(f"\nminiagent: aborted{signal_name(code)}")
+        return code
     except Exception as error:
         return runner.fail(error)
 

@@ -7,7 +7,7 @@ user info or a query (they may hold credentials).
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from typing import Any
 
 from .._text import undecodable_replaced
 from .defaults import resolve_provider
@@ -38,13 +38,14 @@ def check_options(options: Options) -> None:
     """Refuse option values and combinations that cannot work, before anything starts.
 
     Raises:
-        UsageProblem: ``--base-url`` with the local provider or not an http(s) URL, a
+        UsageProblem: ``--base-url`` with the local provider or one the providers refuse, a
             ``--context-max-chars`` below ``MIN_CONTEXT_CHARS``, a bad ``--mcp-config`` file.
     """
     if options.base_url is not None:
-        check_base_url(options.base_url)
+        source = _base_url_source()
         if resolve_provider(options.provider, base_url=options.base_url) == "local":
-            raise UsageProblem("--base-url does not apply to the local provider")
+            raise UsageProblem(f"{source} does not apply to the local provider")
+        check_base_url(options.base_url, source)
     budget = options.context_max_chars
     if budget is not None and budget < MIN_CONTEXT_CHARS:
         raise UsageProblem(
@@ -79,27 +80,38 @@ def check_mcp_configs(options: Options) -> None:
             defined[name] = str(path)
 
 
-def check_base_url(url: str) -> None:
-    """Refuse a base URL that is not ``http(s)://HOST...``.
+def check_base_url(url: str, source: str = "--base-url") -> None:
+    """Refuse a base URL, or the proxy the environment selects for it, that the providers would
+    refuse: the one check is ``miniagent.providers.check_base_url`` (and ``check_proxy_for``),
+    imported here lazily (it imports ``requests``).
+
+    Args:
+        url: the value given.
+        source: how the error names it: ``--base-url`` or ``MINIAGENT_BASE_URL``.
 
     Raises:
-        UsageProblem: no scheme, another scheme, no host, a bad port, or spaces; suggests the ``http://``
-            form when the value looks like ``HOST:PORT/PATH`` without credentials.
+        UsageProblem: every URL the library refuses (no or another scheme, user info, a query or
+            fragment, a percent-encoded host, a bad port, no host...), or an unusable proxy
+            variable; the text never shows user info or query values.
     """
+    from ..providers._urls import check_base_url as check_url
+    from ..providers._urls import check_proxy_for
+
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in 0..65535)
-        valid = (
-            parts.scheme in ("http", "https") and bool(parts.hostname) and not any(c.isspace() for c in url)
-        )
-    except ValueError:
-        valid = False
-    if valid:
-        return
-    text = "--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434/v1"
-    if "://" not in url and "@" not in url and "?" not in url and not any(c.isspace() for c in url):
-        text += f" (did you mean http://{url} ?)"
-    raise UsageProblem(text)
+        check_proxy_for(check_url(url, what=source))
+    except ValueError as error:
+        raise UsageProblem(str(error)) from None
+
+
+def _base_url_source() -> str:
+    """``MINIAGENT_BASE_URL`` when click took the value from that variable, else ``--base-url``."""
+    try:
+        from typer._click.globals import get_current_context  # typer >= 0.26 vendors click
+    except ImportError:  # pragma: no cover (older typer)
+        from click import get_current_context  # type: ignore[no-redef,unused-ignore]
+    ctx: Any = get_current_context(silent=True)
+    source = ctx.get_parameter_source("base_url") if ctx is not None else None
+    return "MINIAGENT_BASE_URL" if getattr(source, "name", "") == "ENVIRONMENT" else "--base-url"
 
 
 def tool_output_chars(context_max_chars: int | None) -> int:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
-from .defaults import EXIT_ERROR, EXIT_SIGINT
+from .defaults import EXIT_ERROR
 from .display import choose_display
 from .logs import configure_logging
 from .options import Options
 from .runner import Outcome, Runner
+from .signals import interrupt_exit_code, signal_name
 
 __all__ = ["command_run"]
 
@@ -80,9 +81,12 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
             runner.report_stop(stop_reason)
             runner.display.report_usage()
         return runner.settle(code)
-    except KeyboardInterrupt:  # while the client was starting: nothing was sent
-        runner.display.finish_run("aborted", EXIT_SIGINT)
-        runner.display.status("\nminiagent: aborted (while the model was starting; nothing was sent)")
-        return EXIT_SIGINT
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, SIGHUP while starting: nothing was sent
+        code = interrupt_exit_code(interrupt)
+        runner.display.finish_run("aborted", code)
+        runner.display.status(
+            f"\nminiagent: aborted{signal_name(code)} (while the model was starting; nothing was sent)"
+        )
+        return code
     except Exception as error:
         return runner.fail(error)

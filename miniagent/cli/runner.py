@@ -41,7 +41,7 @@ from .defaults import (
 )
 from .display import Display
 from .options import Options
-from .signals import SignalCancel
+from .signals import SignalCancel, StartSignals
 from .terminal import is_terminal
 
 if TYPE_CHECKING:
@@ -167,23 +167,45 @@ class Runner:
         """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
         model client (imports the toolbox and providers now).
 
+        The whole start runs in a thread (``_in_thread``) inside the ``--timeout`` clock, while the
+        main thread takes signals: Ctrl-C, SIGTERM and SIGHUP (``StartSignals``) and the clock
+        running out all stop it the same way: every process started so far (MCP servers, the
+        local model's child) is killed at once and the start thread is abandoned.
+
         Raises:
             MiniagentError, OSError, ImportError: the client could not be created, or an MCP
                 server could not be started (``MCPError``).
-            KeyboardInterrupt: Ctrl-C while the client was starting.
+            KeyboardInterrupt: Ctrl-C (``Interrupted`` for SIGTERM, SIGHUP) while starting.
+            TimedOut: ``--timeout`` ran out while starting.
         """
-        self._make_tools()
         provider = resolve_provider(self.options.provider, base_url=self.options.base_url)
-        if provider == "local":
-            self.display.progress("starting the local model")
+
+        def start() -> ModelClient:
+            self._make_tools()
+            if provider == "local":
+                self.display.progress("starting the local model")
+            return self._create_client(provider)
+
         try:
-            self.client = self._in_thread(
-                lambda: self._create_client(provider), name="miniagent-start", wait=self._remaining()
-            )
+            with StartSignals():
+                self.client = self._in_thread(start, name="miniagent-start", wait=self._remaining())
+        except KeyboardInterrupt:
+            self._stop_started()
+            raise
         finally:
             self.display.idle()
         if self.client is None:  # --timeout while it was starting (the thread is abandoned)
-            raise TimedOut(f"--timeout {self.options.timeout:g}: the model did not start in time")
+            self._stop_started()
+            raise TimedOut(
+                f"--timeout {self.options.timeout:g}: the MCP servers and the model did not start in time"
+            )
+
+    def _stop_started(self) -> None:
+        """Kill every process the interrupted start has begun (MCP servers, the local model's
+        child: all registered process groups) now, without waiting for the start thread."""
+        from ..toolbox.process import kill_running_children
+
+        kill_running_children()
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
@@ -195,7 +217,8 @@ class Runner:
             workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
         )
         self._stop_commands = kill_running_children  # commands, grep, MCP servers
-        self.tools += self._mcp_tools([t.name for t in self.tools])
+        tools = self._mcp_tools([t.name for t in self.tools])
+        self.tools = self.tools + tools
         if self.approval_mode == "all":
             self.policy = None
         elif self.approval_mode == "read-only":

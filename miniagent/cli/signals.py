@@ -13,7 +13,57 @@ from typing import Any
 
 from .terminal import is_terminal
 
-__all__ = ["SignalCancel"]
+__all__ = ["Interrupted", "SignalCancel", "StartSignals", "interrupt_exit_code", "signal_name"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while the run starts (``StartSignals``): handled like Ctrl-C there.
+
+    Args:
+        signum: the signal that came; the exit code is ``128 + signum`` (143, 129).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def interrupt_exit_code(error: KeyboardInterrupt) -> int:
+    """``128 + signal`` of a ``KeyboardInterrupt``: 130 for Ctrl-C, 143/129 for ``Interrupted``."""
+    return 128 + getattr(error, "signum", signal.SIGINT)
+
+
+def signal_name(code: int) -> str:
+    """What follows ``aborted`` in a message for exit code ``code`` (``128 + signal``):
+    ``""`` for Ctrl-C, `` by SIGTERM`` / `` by SIGHUP`` otherwise."""
+    return "" if code == 128 + signal.SIGINT else f" by {signal.Signals(code - 128).name}"
+
+
+class StartSignals:
+    """Within ``with`` (the start of the MCP servers and the model): SIGTERM and SIGHUP raise
+    ``Interrupted`` in the main thread, as Python's own SIGINT handler raises
+    ``KeyboardInterrupt``, so every signal of that phase takes the same way out (the started
+    processes are stopped, one message, exit ``128 + signal``). Only installed in the main
+    thread; the previous handlers are restored on exit.
+    """
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StartSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    @staticmethod
+    def _handle(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
 
 
 class SignalCancel:
