@@ -124,6 +124,7 @@ def test_verbose_and_log_file_say_what_happened_without_keys(tmp_path: Path, wor
         assert "tool read_file (call_1) done in" in text and ": ok, " in text
         assert "stop reason: complete" in text
     assert "HTTP 200 from 127.0.0.1:" in written and "HTTP 200" not in done.stderr  # -v is INFO
+    assert "miniagent: agent: " in done.stderr and "miniagent: miniagent." not in done.stderr  # one prefix
     assert done.stdout == "ok\n"
 
 

@@ -73,6 +73,7 @@ def test_a_redirect_to_another_origin_gets_no_key(provider: str, status: int) ->
     error = info.value
     assert (error.status, error.kind, error.retryable) == (status, "redirect", False)
     assert "redirects to http://localhost:" in str(error) and "not followed" in str(error)
+    assert "/v1/messages?***; redirects are not followed" in str(error)  # the sentence ends there
     assert SECRET not in str(error) and KEY not in str(error)
 
 

@@ -57,3 +57,13 @@ def test_the_package_version_has_one_source() -> None:
     setup.read(Path(__file__).parents[1] / "setup.cfg")
     assert setup["metadata"]["version"] == "attr: miniagent.__version__"
     assert importlib.metadata.version("miniagent") == miniagent.__version__
+
+
+def test_a_hidden_query_keeps_the_punctuation_after_the_url() -> None:
+    # Found by a new user: "...?*** redirects are not followed" lost the "; " after the URL.
+    from miniagent._redaction import hide_url_secrets
+
+    assert hide_url_secrets("to http://h/v1?token=s; then") == "to http://h/v1?***; then"
+    assert hide_url_secrets("(http://h/?a=1&b=2).") == "(http://h/?***)."
+    assert hide_url_secrets("http://h/?a=1;b=2 x") == "http://h/?*** x"
+    assert hide_url_secrets("at http://h/?k=v") == "at http://h/?***"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -29,8 +30,10 @@ __all__ = ["CHAT_HELP", "command_chat"]
 CHAT_HELP = """miniagent chat: each line is one request to the model, on the same session.
   /exit or /quit (or Ctrl-D)  leave
   /help                       this text
+  //...                       send a line that starts with / (one / is removed)
   Ctrl-C                      cancel the answer in progress (at the prompt: leave)
 """
+_COMMAND = re.compile(r"/[A-Za-z][A-Za-z0-9_-]*")  # /word alone or before a space: a chat command
 
 
 def command_chat(options: Options) -> Outcome:
@@ -125,6 +128,14 @@ def _conversation(runner: Runner, interactive: bool) -> int:
         if text.lower() == "/help":
             runner.display.status(CHAT_HELP)
             continue
+        if _COMMAND.fullmatch(text.split()[0]):  # a mistyped command is never sent to the model
+            runner.display.status(
+                f"miniagent: unknown command {text.split()[0]}: /help lists the commands "
+                "(start the line with // to send it)"
+            )
+            continue
+        if text.startswith("//"):
+            text = text[1:]
         runner.start_clock()  # --timeout bounds each answer (the first one with the client start)
         if not started:
             _start(runner)

@@ -81,6 +81,10 @@ class Display:
         """The loop's ``on_message``: a committed message."""
         self.run_messages.append(message)
 
+    def restored(self, messages: list[Message]) -> None:
+        """The messages of a resumed session (shown nowhere; a result that closes one of their
+        calls, e.g. a dangling call, is shown with the call's tool name)."""
+
     def tool_call(self, call: ToolCall) -> None:
         """A call is about to be approved and run (not called for calls a person is asked
         about: the approval prompt shows those in full)."""
@@ -224,6 +228,11 @@ class _TextDisplay(Display):
             name = self._names.get(message.tool_call_id or "", "?")
             self._tool_line(result_line(name, message))
             self.spinner.show("thinking")
+
+    def restored(self, messages: list[Message]) -> None:
+        for message in messages:
+            for call in message.tool_calls:
+                self._names[call.id] = call.name
 
     def tool_call(self, call: ToolCall) -> None:
         self._tool_line(call_line(call))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["configure_logging"]
 
-_STDERR_FORMAT = "miniagent: %(name)s: %(message)s"
+_STDERR_FORMAT = "miniagent: %(name)s: %(message)s"  # shown without the name's "miniagent." prefix
 _FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -35,15 +35,27 @@ def configure_logging(options: Options) -> None:
         return
     import logging
 
+    class ShortNames(logging.Formatter):
+        """``miniagent: agent: ...``: the logger's name without the prefix the line starts with."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            line = super().format(record)
+            return line.replace("miniagent: miniagent.", "miniagent: ", 1)
+
     if options.debug:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format=_STDERR_FORMAT)
+        root = logging.getLogger()  # as logging.basicConfig: only when nothing is configured yet
+        if not root.handlers:
+            root_handler = logging.StreamHandler(sys.stderr)
+            root_handler.setFormatter(ShortNames(_STDERR_FORMAT))
+            root.addHandler(root_handler)
+        root.setLevel(logging.DEBUG)
     ours = logging.getLogger("miniagent")
     levels: list[int] = []
     if options.verbose and not options.debug:
         level = logging.INFO if options.verbose == 1 else logging.DEBUG
         handler = logging.StreamHandler(sys.stderr)
         handler.setLevel(level)
-        handler.setFormatter(logging.Formatter(_STDERR_FORMAT))
+        handler.setFormatter(ShortNames(_STDERR_FORMAT))
         ours.addHandler(handler)
         levels.append(level)
     if options.log_file is not None:

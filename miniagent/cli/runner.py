@@ -161,7 +161,9 @@ class Runner:
             return []
         if self.store is None:
             self.store = JSONLSession(self.options.session)
-        return self.store.load()
+        messages = self.store.load()
+        self.display.restored(messages)  # a dangling call's result is shown with its tool name
+        return messages
 
     def open(self) -> None:
         """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
