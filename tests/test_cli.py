@@ -9,6 +9,7 @@ server's flag, a file the tool wrote) before signalling: no blind sleeps.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -339,34 +340,53 @@ def test_signal_during_a_stalled_stream(tmp_path: Path, workspace: Path, signum:
     assert [m.role for m in load_session(session)] == ["user"]  # the partial turn was not committed
 
 
+def _fill_pipe(fd: int) -> None:
+    """Write into pipe ``fd`` until it is full, so the next write of the CLI blocks."""
+    fcntl.fcntl(fd, 1031, 4096)  # F_SETPIPE_SZ: one page, quick to fill
+    os.set_blocking(fd, False)
+    for size in (4096, 1):
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(fd, b"x" * size)
+
+
 def test_second_sigint_exits_at_once(tmp_path: Path, workspace: Path) -> None:
-    # The command ignores SIGTERM, so after the first Ctrl-C the tool waits its kill grace
-    # (0.5 s) before SIGKILL; the second Ctrl-C arrives inside that window and exits at once.
+    # Once the first Ctrl-C was taken, the CLI's stdout is made full (the test stops reading and
+    # fills the pipe), so the cancelled run blocks at its next line (the tool result) and can
+    # never write its end: whenever the second Ctrl-C comes, only the emergency exit can end the
+    # process. (It relied on the second Ctrl-C coming within the command's 0.5 s kill grace.)
     marker = workspace / "pgid.txt"
     command = "awk '{print $5}' /proc/$$/stat > pgid.txt; trap '' TERM; sleep 30"
     turns = [tool_turn("run_command", {"command": command}), text_turn("never")]
     pgid = None
-    with FakeOpenAI(turns) as server:
+    read_fd, write_fd = os.pipe()
+    with FakeOpenAI(turns) as server, os.fdopen(read_fd, "r") as out:
         args = ["run", "--json", "--approve", "all", *model_args(server, workspace), "go"]
-        child = spawn_cli(args, tmp_path)
+        child = spawn_cli(args, tmp_path, stdout=write_fd)
         try:
-            assert child.stdout is not None and child.stderr is not None
-            _read_line_until(child.stdout, lambda line: '"tool_calls"' in line)
+            assert child.stderr is not None
+            _read_line_until(out, lambda line: '"tool_calls"' in line)
             deadline = time.monotonic() + 10
             while not (marker.exists() and marker.read_text().strip()):  # the shell is running
                 assert time.monotonic() < deadline, "the command never started"
                 time.sleep(0.01)
             pgid = int(marker.read_text())
+            _fill_pipe(write_fd)
             child.send_signal(signal.SIGINT)
             _read_line_until(child.stderr, lambda line: "cancelling" in line)  # first one handled
             child.send_signal(signal.SIGINT)
-            stdout, _ = child.communicate(timeout=5)
+            child.wait(timeout=10)
+            os.close(write_fd)
+            write_fd = -1
+            stdout = out.read()
             deadline = time.monotonic() + 5
             while group_alive(pgid):  # the CLI killed its command on the way out
                 assert time.monotonic() < deadline, "the command outlived the CLI"
                 time.sleep(0.02)
         finally:
             child.kill()
+            if write_fd >= 0:
+                os.close(write_fd)
             if pgid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pgid, signal.SIGKILL)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from tests.cli_helpers import (
     json_lines,
     model_args,
     run_cli,
+    spawn_cli,
     text_turn,
     tool_turn,
 )
@@ -39,22 +39,20 @@ def workspace(tmp_path: Path) -> Path:
 def test_timeout_during_a_stalled_stream_exits_124_with_the_session_valid(
     tmp_path: Path, workspace: Path
 ) -> None:
+    # --timeout covers the start too: 0.5 s ran out before the client had started on a busy
+    # machine. 5 s leaves the start a wide margin, and the test checks that the request really
+    # reached the server (it stalls there until the clock ends the run).
     session = tmp_path / "s.jsonl"
     with FakeOpenAI([STALL]) as server:
-        args = [
-            "run",
-            "--json",
-            "--timeout",
-            "3",  # the client start shares the clock: room for a slow machine
-            "--session",
-            str(session),
-            *model_args(server, workspace),
-        ]
-        started = time.monotonic()
-        done = run_cli([*args, "go"], tmp_path)
-    assert done.returncode == 124, done.stderr
-    assert time.monotonic() - started < 10
-    assert json_lines(done.stdout)[-1] == {"stop_reason": "aborted", "exit_code": 124}
+        args = ["run", "--json", "--timeout", "5", "--session", str(session), *model_args(server, workspace)]
+        child = spawn_cli([*args, "go"], tmp_path)
+        try:
+            assert server.first_event_sent.wait(30), "the request never reached the server"
+            stdout, stderr = child.communicate(timeout=30)
+        finally:
+            child.kill()
+    assert child.returncode == 124, stderr
+    assert json_lines(stdout)[-1] == {"stop_reason": "aborted", "exit_code": 124}
     assert [m.role for m in load_session(session)] == ["user"]
 
 
