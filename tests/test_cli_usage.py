@@ -90,6 +90,9 @@ def test_a_bad_proxy_variable_is_a_usage_error(
     monkeypatch.delenv("no_proxy", raising=False)
     err = _usage(["run", "--provider", "openai", "--base-url", "https://example.test/v1", "hi"], capsys)
     assert "proxy URL" in err and "ValueError" not in err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    err = _usage(["run", "--provider", "openai", "hi"], capsys)  # the default URL's proxy
+    assert "proxy URL" in err and "ValueError" not in err
 
 
 def test_help_shows_prompt_without_braces(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,8 +3,10 @@ signal handling, and the reporting of its end.
 
 Invariants:
 
-- The client is started (and closed) in a daemon thread while the main thread waits in short
-  joins, so a Ctrl-C is taken at once even when the start blocks in C code (llama.cpp). A thread
+- The tools (MCP servers) and the client are started (and the client closed) in a daemon thread
+  while the main thread waits in short joins, so a Ctrl-C, SIGTERM or SIGHUP (``StartSignals``)
+  and ``--timeout`` are taken at once even when the start blocks in C code (llama.cpp); every
+  process the start began is then killed. A thread
   still running when the command ends (a slow close, an interrupted start) is recorded in
   ``Runner.abandoned``; the command's ``Outcome`` carries it to ``main``, which then exits with
   ``os._exit`` instead of waiting for it. No module global decides how the process exits.
@@ -30,11 +32,12 @@ from ..approval import TerminalApproval
 from ..errors import MiniagentError, SessionError
 from ..messages import Message, ToolCall
 from ..tools import Approval, BeforeToolCall, Tool
-from .checks import tool_output_chars
+from .checks import UsageProblem, tool_output_chars
 from .defaults import (
     EXIT_ERROR,
     EXIT_SIGPIPE,
     EXIT_TIMEOUT,
+    EXIT_USAGE,
     default_system_prompt,
     resolve_approval,
     resolve_provider,
@@ -260,12 +263,15 @@ class Runner:
         # MINIAGENT_API_KEY: a key for any server, also one on localhost (where the provider's
         # usual key variable is never sent).
         api_key = os.environ.get("MINIAGENT_API_KEY") or None
-        return create_client(
-            provider,
-            model=self.options.model,
-            base_url=self.options.base_url,
-            api_key=None if provider == "local" else api_key,
-        )
+        try:
+            return create_client(
+                provider,
+                model=self.options.model,
+                base_url=self.options.base_url,
+                api_key=None if provider == "local" else api_key,
+            )
+        except ValueError as error:  # a setting the library refuses (e.g. a proxy variable): usage
+            raise UsageProblem(str(error)) from None
 
     def close(self) -> None:
         """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
@@ -432,11 +438,14 @@ class Runner:
 
     def fail(self, error: BaseException) -> int:
         """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1
-        (124 for ``TimedOut``)."""
+        (124 for ``TimedOut``, 64 for a ``UsageProblem`` found when the client was created)."""
         self.display.idle()
         if isinstance(error, TimedOut):
             self.display.error(str(error), EXIT_TIMEOUT)
             return EXIT_TIMEOUT
+        if isinstance(error, UsageProblem):  # found only when the client was created
+            self.display.error(str(error), EXIT_USAGE)
+            return EXIT_USAGE
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
         self.display.error(error_text(error) + self._recovery_hint(error))
