@@ -225,7 +225,7 @@ class _Loop:
         self.on_message = on_message
         self.messages: list[Message] = []
         self.session: SessionStore | None = None
-        self.usage = Usage()
+        self.usage = _Tally()
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
         self.budget: _Budget | None = None
 
@@ -295,10 +295,10 @@ class _Loop:
                 elif isinstance(event, ToolCallEvent):
                     event = self.unique_call(event)
                     calls.append(event.call)
+                elif isinstance(event, UsageEvent):
+                    self.usage.add(event.usage)
                 elif isinstance(event, ReasoningEvent):
                     reasoning.append(event.reasoning)
-                elif isinstance(event, UsageEvent):
-                    self.usage += event.usage
                 if self.on_event is not None:
                     self.on_event(event)
         except Exception:
@@ -447,7 +447,7 @@ class _Loop:
 
     def stop(self, reason: StopReason) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
-        return RunResult(self.messages, reason, self.usage)
+        return RunResult(self.messages, reason, self.usage.total())
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,21 +478,50 @@ class _Budget:
                 raise ValueError(_UNPRICED)
         return cls(tokens, None if cost is None else float(cost))
 
-    def reached(self, usage: Usage) -> bool:
+    def reached(self, usage: _Tally) -> bool:
         """Whether ``usage`` (this run's so far) has reached a limit.
 
         Raises:
             ValueError: a cost limit, and requests were made whose cost is unknown.
         """
-        if self.max_total_tokens is not None and usage.total_tokens >= self.max_total_tokens:
+        if self.max_total_tokens is not None and usage.input + usage.output >= self.max_total_tokens:
             return True
         if self.max_cost_usd is None:
             return False
-        if usage.cost_usd is None:
-            if usage.requests:
-                raise ValueError(_UNPRICED)
-            return self.max_cost_usd <= 0
-        return usage.cost_usd >= self.max_cost_usd
+        if usage.unpriced:
+            raise ValueError(_UNPRICED)
+        return usage.cost >= self.max_cost_usd
+
+
+class _Tally:
+    """This run's usage as running sums: ``Usage`` addition without a new object per request
+    (the loop adds one per turn). ``total()`` is the ``Usage`` that summing the events gives."""
+
+    __slots__ = ("cache_read", "cache_write", "cost", "input", "output", "priced", "requests", "unpriced")
+
+    def __init__(self) -> None:
+        self.input = self.output = self.cache_read = self.cache_write = self.requests = 0
+        self.cost = 0.0
+        self.priced = False  # some usage came with a cost
+        self.unpriced = False  # some request came without one: the total cost is unknown
+
+    def add(self, usage: Usage) -> None:
+        """Add one ``UsageEvent``'s usage."""
+        self.input += usage.input_tokens
+        self.output += usage.output_tokens
+        self.cache_read += usage.cache_read_tokens
+        self.cache_write += usage.cache_write_tokens
+        self.requests += usage.requests
+        if usage.cost_usd is not None:
+            self.cost += usage.cost_usd
+            self.priced = True
+        elif usage.requests:
+            self.unpriced = True
+
+    def total(self) -> Usage:
+        """The sum as a ``Usage`` (cost ``None`` when unknown or never reported)."""
+        cost = self.cost if self.priced and not self.unpriced else None
+        return Usage(self.input, self.output, self.cache_read, self.cache_write, self.requests, cost)
 
 
 _UNPRICED = (
