@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._log import Logger
 from .context import MessageWindow, Trimmer
@@ -91,6 +91,37 @@ class RunResult:
     messages: list[Message]
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this result, to cross a process boundary (a task queue, a web API):
+        ``{"messages": [Message.to_json(), ...], "stop_reason", "usage": Usage.to_json()}``."""
+        return {
+            "messages": [message.to_json() for message in self.messages],
+            "stop_reason": self.stop_reason,
+            "usage": self.usage.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunResult:
+        """The result of ``to_json``'s object (a dict, or its JSON text as ``str`` / ``bytes``).
+
+        Raises:
+            ValueError: not JSON, not an object, an unknown stop reason, or a bad message or usage.
+        """
+        if isinstance(data, (str, bytes, bytearray)):
+            import json
+
+            data = json.loads(data)
+        if type(data) is not dict:
+            raise ValueError("a run result is a JSON object")
+        stop_reason = data.get("stop_reason")
+        if stop_reason not in _EXIT_CODES:
+            raise ValueError(f"unknown stop reason: {stop_reason!r}")
+        messages = data.get("messages", [])
+        if type(messages) is not list:
+            raise ValueError("messages is not a list")
+        usage = Usage.from_json(data["usage"]) if data.get("usage") is not None else Usage()
+        return cls([Message.from_json(item) for item in messages], stop_reason, usage)
 
 
 def exit_code_for_stop_reason(stop_reason: StopReason) -> int:

@@ -17,7 +17,10 @@ The whole tree (every public error; where it is raised)::
     │   │                                   a session; run_agent passes it on
     │   ├── MCPError                        miniagent.mcp: an MCP server could not start, broke
     │   │                                   the protocol, exited, timed out or answered with an
-    │   │                                   error (``server``, ``kind``, ``code``)
+    │   │                                   error, a call was cancelled, or a bad
+    │   │                                   ``load_mcp_config`` file (``server``, ``kind``,
+    │   │                                   ``code``); MCP tools turn it into an error result
+    │   │                                   (cancel aside), so a run rarely sees it
     │   └── ProviderError                   miniagent.providers: HTTP clients and their streams
     │       │                               (connection failure, an error event mid-stream, an
     │       │                               event that is not JSON, no API key for the provider)
