@@ -353,6 +353,8 @@ class Runner:
             context_max_chars=self.options.context_max_chars,
             on_event=self.display.on_event,
             on_message=self.display.on_message,
+            max_total_tokens=self.options.max_total_tokens,
+            max_cost_usd=self.options.max_cost,
         )
         self.display.run_usage = getattr(result, "usage", None)
         return result.stop_reason
@@ -379,11 +381,16 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def report_stop(self, stop_reason: StopReason | None) -> None:
-        """A note on stderr when the run did not complete (``max_turns``, ``aborted``)."""
+        """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``)."""
         turns = self.options.max_turns
         if stop_reason == "max_turns":
             self.display.note(
                 f"miniagent: stopped after {turns} turn{'' if turns == 1 else 's'} (--max-turns); "
+                "the last tool results are recorded"
+            )
+        elif stop_reason == "max_budget":
+            self.display.note(
+                "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
                 "the last tool results are recorded"
             )
         elif stop_reason == "aborted":
