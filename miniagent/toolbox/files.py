@@ -79,7 +79,7 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
         return found
     resolved, shown = found
     try:
-        handle, _size = open_for_reading(resolved)
+        handle, _size = open_for_reading(workspace.root, resolved)
         with handle:
             return resolved, shown, handle.read()
     except SpecialFileError as error:
@@ -103,7 +103,7 @@ def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) 
         return found
     resolved, shown = found
     try:
-        handle, size = open_for_reading(resolved)
+        handle, size = open_for_reading(workspace.root, resolved)
         with handle:
             first = None if offset is None else int(offset)
             count = None if limit is None else int(limit)
@@ -171,14 +171,10 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder; give a file path")
-    existed = resolved.exists()
     data = utf8(content)  # lone surrogates become U+FFFD
     try:
-        resolved.parent.mkdir(parents=True, exist_ok=True)
-        # mkdir may have raced with a symlink swap: check the parent again before writing.
-        if not workspace.contains(resolved.parent.resolve()):
-            return _error(f"refused: the folder of {path!r} resolves outside the workspace")
-        write_bytes(resolved, data)
+        # Folders made and the file replaced from the root down, never through a symlink.
+        existed = write_bytes(workspace.root, resolved, data, make_folders=True)
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
@@ -188,7 +184,9 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
 def write_file_tool(workspace: Workspace) -> Tool:
     """Return the ``write_file`` tool (changes files).
 
-    Input: ``path``, ``content``. Creates missing folders; replaces an existing file.
+    Input: ``path``, ``content``. Creates missing folders; replaces an existing file (a new file
+    renamed over it: ``fileio``); a file with more than one hard link, or that is not a regular
+    file, is refused.
     Result: ``created PATH (N characters, M bytes)`` or ``overwrote ...``.
     """
 
@@ -279,7 +277,7 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except EncodingProblem as problem:
         return _error(f"cannot edit {shown}: {problem}")
     try:
-        write_bytes(resolved, encoded)
+        write_bytes(workspace.root, resolved, encoded)
     except OSError as error:
         return _os_error("write", shown, error)
     line = text.count("\n", 0, index) + 1
