@@ -76,12 +76,13 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
     outside.mkdir()
     (ws / "d" / "secret.txt").write_text("inside\n")
     (outside / "secret.txt").write_text("outside secret\n")
+    (outside / "outside-only.txt").write_text("")
     tools = {t.name: t for t in default_tools(ws)}
-    read, write = tools["read_file"], tools["write_file"]
+    read, write = tools["read_file"], tools["write_file"]  # and grep, less often
     swapper = subprocess.Popen(
         [sys.executable, "-c", SWAPPER, str(ws), str(outside)], stdout=subprocess.PIPE, text=True
     )
-    reads_out = writes_out = calls = 0
+    reads_out = writes_out = calls = greps = 0
     try:
         assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
         deadline = time.monotonic() + 6
@@ -90,6 +91,12 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
             if "outside secret" in read.execute({"path": "d/secret.txt"}, None).content:
                 reads_out += 1
             write.execute({"path": "d/w.txt", "content": f"{calls}\n"}, None)
+            if calls % 5 == 0:
+                reads_out += "outside-only" in tools["list_dir"].execute({"path": "d"}, None).content
+            if calls % 25 == 0:  # a grep worker starts in ~20-50 ms: fewer of them
+                greps += 1
+                found = tools["grep"].execute({"pattern": "secret", "path": "."}, None).content
+                reads_out += "outside secret" in found
             if (outside / "w.txt").exists():
                 writes_out += 1
                 (outside / "w.txt").unlink()
@@ -99,8 +106,8 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_tool_out(tmp_path: Path) ->
         swapper.wait()
         if swapper.stdout is not None:
             swapper.stdout.close()
-    print(f"{calls} reads and {calls} writes raced with the swapper")
+    print(f"{calls} reads, {calls} writes and {greps} searches raced with the swapper")
     assert calls >= 100
     assert (reads_out, writes_out) == (0, 0)
-    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert sorted(p.name for p in outside.iterdir()) == ["outside-only.txt", "secret.txt"]
     assert (outside / "secret.txt").read_text() == "outside secret\n"

@@ -211,3 +211,22 @@ def test_the_contained_status_is_the_commands(tmp_path: Path) -> None:
     assert status("kill -TERM $$") == -signal.SIGTERM
     missing = run_process([str(tmp_path / "missing")], tmp_path, timeout=30, contain=True)
     assert missing.returncode == 127 and b"No such file" in (missing.output.complete() or b"")
+
+
+def test_the_emergency_kill_reaches_descendants_that_left_the_group(tmp_path: Path) -> None:
+    seconds = f"{6000 + os.getpid() % 1000}.5"
+    child = start_child(
+        ["/bin/sh", "-c", f"setsid sleep {seconds} & echo started; sleep 60"], tmp_path, contain=True
+    )
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline() == b"started\n"
+        deadline = time.monotonic() + 5
+        while not _running(seconds):  # the background sleep may start just after the echo
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        kill_running_children()  # what the CLI's second Ctrl-C does before os._exit
+        assert _gone(seconds)
+    finally:
+        stop_child(child)
+        child.stdout.close()

@@ -16,7 +16,7 @@ from typing import Any
 from .._text import cap, utf8
 from ..tools import Tool, ToolResult
 from .environment import current_redactor
-from .fileio import SpecialFileError, open_for_reading, write_bytes
+from .fileio import SpecialFileError, open_folder, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
 from .reading import read_shown
 from .textfiles import EncodingProblem, decode_file, encode_edit, normalise_edit
@@ -362,14 +362,22 @@ class _Listing:
         self.problems: list[str] = []
         self.stopped = False
 
-    def _entries(self, folder: Path) -> list[os.DirEntry[str]]:
-        """The entries of ``folder`` sorted by name; ``[]`` with a problem noted when unreadable."""
+    def _entries(self, folder: Path) -> tuple[int, list[os.DirEntry[str]]] | None:
+        """The entries of ``folder`` sorted by name, listed through a descriptor opened from the
+        root without following symlinks (``fileio.open_folder``); ``None`` with a problem noted
+        when it cannot be listed. The caller closes the descriptor."""
         try:
-            with os.scandir(folder) as scan:
-                return sorted(scan, key=lambda e: e.name)
+            fd = open_folder(self.workspace.root, folder)
         except OSError as error:
             self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
-            return []
+            return None
+        try:
+            with os.scandir(fd) as scan:
+                return fd, sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            os.close(fd)
+            self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
+            return None
 
     def _must_stop(self) -> bool:
         cancelled = self.cancel is not None and self.cancel.is_set()
@@ -378,7 +386,12 @@ class _Listing:
 
     def walk(self, folder: Path, level: int = 1) -> None:
         """List ``folder`` (at ``level``), descending into subfolders up to ``depth``."""
-        for entry in self._entries(folder):
+        listed = self._entries(folder)
+        if listed is None:
+            return
+        fd, entries = listed
+        os.close(fd)  # the entries were read; each subfolder is opened from the root again
+        for entry in entries:
             if self._must_stop():
                 return
             path = folder / entry.name

@@ -39,9 +39,9 @@ Invariants:
   ``setsid``, a daemon), is stopped when the program ends, is cancelled or times out.
 
 Limits: without ``contain``, a process that left the group on purpose is out of reach; reading
-stops once the group is gone. The emergency ``kill_running_children`` SIGKILLs groups only (no
-time for the reaper's clean-up). The reaper needs Linux (``prctl``, ``/proc``) for descendants
-that left the tree.
+stops once the group is gone. The emergency ``kill_running_children`` has no time for the
+reaper's clean-up: it SIGKILLs what one look at ``/proc`` finds under each child, then the group
+(a process forked during that look can escape). The reaper needs Linux (``prctl``, ``/proc``).
 """
 
 from __future__ import annotations
@@ -171,14 +171,22 @@ def kill_running_children() -> None:
     """SIGKILL the process group of every registered child (commands, grep, MCP servers).
 
     For a process that must exit at once (e.g. the CLI's second Ctrl-C, which skips the normal
-    stop): without it, those groups would outlive the process. Safe in a signal handler (no locks).
+    stop): without it, those groups would outlive the process. Every descendant of a group's
+    leader (found in ``/proc``) is killed too, also one that left the group: a contained child's
+    reaper keeps those in its tree. Safe in a signal handler (no locks).
     """
     for _ in range(3):  # another thread may change the set while it is copied
         try:
             groups = tuple(_RUNNING)
         except RuntimeError:
             continue
+        stats = _proc_stats() if groups else None
         for pgid in groups:
+            # Descendants that left the group first (a contained child's reaper keeps them in
+            # its tree), then the group: once the reaper is gone they would be out of reach.
+            for pid in _descendants(pgid, stats or []):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             signal_group(pgid, signal.SIGKILL)
         return
 
@@ -209,6 +217,21 @@ def _proc_stats() -> list[bytes] | None:
             except OSError:
                 continue
     return stats
+
+
+def _descendants(root: int, stats: list[bytes]) -> list[int]:
+    """Pids under ``root`` in the ``ppid`` tree of ``stats`` (``/proc/PID/stat`` lines)."""
+    children: dict[int, list[int]] = {}
+    for stat in stats:
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(stat.split(b" ", 1)[0]))
+    found, queue = [], list(children.get(root, ()))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
 
 
 def group_alive(pgid: int) -> bool:
