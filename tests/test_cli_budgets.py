@@ -68,3 +68,14 @@ def test_max_total_tokens_stops_with_exit_3_and_every_call_answered(tmp_path: Pa
     messages = load_session(session)
     assert_every_call_answered_once(messages)
     assert messages[-1].role == "tool" and "a note" in messages[-1].content
+
+
+def test_max_cost_for_a_model_without_a_price_is_a_usage_error_before_any_request(
+    tmp_path: Path, workspace: Path
+) -> None:
+    with FakeOpenAI([text_turn("never")]) as server:
+        done = run_cli(["run", "--max-cost", "0.5", *model_args(server, workspace), "hi"], tmp_path)
+        assert server.posts == 0
+    assert done.returncode == 64
+    assert done.stderr.startswith("miniagent: error: --max-cost 0.5 needs the price of the model")
+    assert done.stderr.count("\n") == 1
