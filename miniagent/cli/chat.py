@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SessionError
-from .checks import check_options, valid_text
+from .checks import UsageProblem, check_options, valid_text
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, default_session_path, session_folder
 from .display import Display, choose_display
 from .logs import configure_logging
@@ -70,6 +70,8 @@ def _chat(runner: Runner) -> int:
         code = interrupt_exit_code(interrupt)
         runner.display.status(f"\nminiagent: aborted{signal_name(code)}")
         return code
+    except UsageProblem:
+        raise  # exit 64, after the runner closed
     except Exception as error:
         return runner.fail(error)
 

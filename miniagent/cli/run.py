@@ -88,5 +88,7 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
             f"\nminiagent: aborted{signal_name(code)} (while the model was starting; nothing was sent)"
         )
         return code
+    except UsageProblem:
+        raise  # exit 64, after the runner closed
     except Exception as error:
         return runner.fail(error)

@@ -37,7 +37,6 @@ from .defaults import (
     EXIT_ERROR,
     EXIT_SIGPIPE,
     EXIT_TIMEOUT,
-    EXIT_USAGE,
     default_system_prompt,
     resolve_approval,
     resolve_provider,
@@ -204,6 +203,7 @@ class Runner:
             raise TimedOut(
                 f"--timeout {self.options.timeout:g}: the MCP servers and the model did not start in time"
             )
+        self._check_price()
 
     def _stop_started(self) -> None:
         """Kill every process the interrupted start has begun (MCP servers, the local model's
@@ -211,6 +211,20 @@ class Runner:
         from ..toolbox.process import kill_running_children
 
         kill_running_children()
+
+    def _check_price(self) -> None:
+        """``--max-cost`` needs the price of the model: refuse it now, before any request, when the
+        client says it cannot price its model (``can_price()``).
+
+        Raises:
+            UsageProblem: the cost of this model cannot be known.
+        """
+        can_price = getattr(self.client, "can_price", None)
+        if self.options.max_cost is not None and callable(can_price) and not can_price():
+            raise UsageProblem(
+                f"--max-cost {self.options.max_cost:g} needs the price of the model, which is not known "
+                "here: install the price table (pip install 'miniagent[cost]') or use --max-total-tokens"
+            )
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
@@ -384,6 +398,8 @@ class Runner:
             context_max_chars=self.options.context_max_chars,
             on_event=self.display.on_event,
             on_message=self.display.on_message,
+            max_total_tokens=self.options.max_total_tokens,
+            max_cost_usd=self.options.max_cost,
         )
         self.display.run_usage = getattr(result, "usage", None)
         return result.stop_reason
@@ -410,11 +426,16 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def report_stop(self, stop_reason: StopReason | None) -> None:
-        """A note on stderr when the run did not complete (``max_turns``, ``aborted``)."""
+        """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``)."""
         turns = self.options.max_turns
         if stop_reason == "max_turns":
             self.display.note(
                 f"miniagent: stopped after {turns} turn{'' if turns == 1 else 's'} (--max-turns); "
+                "the last tool results are recorded"
+            )
+        elif stop_reason == "max_budget":
+            self.display.note(
+                "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
                 "the last tool results are recorded"
             )
         elif stop_reason == "aborted":
@@ -438,14 +459,11 @@ class Runner:
 
     def fail(self, error: BaseException) -> int:
         """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1
-        (124 for ``TimedOut``, 64 for a ``UsageProblem`` found when the client was created)."""
+        (124 for ``TimedOut``)."""
         self.display.idle()
         if isinstance(error, TimedOut):
             self.display.error(str(error), EXIT_TIMEOUT)
             return EXIT_TIMEOUT
-        if isinstance(error, UsageProblem):  # found only when the client was created
-            self.display.error(str(error), EXIT_USAGE)
-            return EXIT_USAGE
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
         self.display.error(error_text(error) + self._recovery_hint(error))
