@@ -58,8 +58,9 @@ app = typer.Typer(
 def _app(version: VersionOpt = False) -> None:
     """A small synchronous agent: a model, file and shell tools, and a loop you can stop.
 
-    Exit codes: 0 complete, 2 max turns reached, 1 error (provider, tool server, session
-    file or its lock), 64 usage error (options, arguments, --base-url), 124 --timeout ran out,
+    Exit codes: 0 complete, 2 max turns reached, 3 budget reached (--max-total-tokens,
+    --max-cost), 1 error (provider, tool server, session file or its lock), 64 usage error
+    (options, arguments, --base-url), 124 --timeout ran out,
     130 cancelled (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output
     closed (e.g. | head).
     """
