@@ -316,10 +316,11 @@ class _Loop:
         calls: list[ToolCall] = []
         reasoning: list[Reasoning] = []
         events: Iterator[ModelEvent] | None = None
+        cancel, on_event = self.cancel, self.on_event  # read once per turn, not per event
         try:
             events = iter(self.client.stream(request))
             for event in events:
-                if self.cancelled():
+                if cancel is not None and cancel.is_set():
                     raise _Aborted
                 if isinstance(event, TextEvent):
                     parts.append(event.text)
@@ -330,8 +331,8 @@ class _Loop:
                     self.usage.add(event.usage)
                 elif isinstance(event, ReasoningEvent):
                     reasoning.append(event.reasoning)
-                if self.on_event is not None:
-                    self.on_event(event)
+                if on_event is not None:
+                    on_event(event)
         except Exception:
             if self.cancelled():
                 raise _Aborted from None
