@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
 from .messages import MISSING_RESULT, Message, ToolCall
 from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from .output import OutputSchema
 from .session import PathLike, SessionFile
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
 
@@ -61,10 +62,16 @@ _EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "aborted": 130}
 
 @dataclass(slots=True)
 class RunResult:
-    """What a run returns: the whole record (restored history included) and why it stopped."""
+    """What a run returns: the whole record (restored history included) and why it stopped.
+
+    ``output``: with ``run_agent(output_schema=...)`` and stop reason ``complete``, the final
+    answer decoded from JSON (converted to the type when the schema was given as a type);
+    otherwise ``None``.
+    """
 
     messages: list[Message]
     stop_reason: StopReason
+    output: Any = None
 
 
 def exit_code_for_stop_reason(stop_reason: StopReason) -> int:
@@ -93,6 +100,7 @@ def run_agent(
     on_event: Callable[[ModelEvent], None] | None = None,
     on_message: Callable[[Message], None] | None = None,
     session_fsync: bool = False,
+    output_schema: dict[str, Any] | Any | None = None,
 ) -> RunResult:
     """Run the agent loop in the caller's thread until complete, max_turns or aborted.
 
@@ -112,13 +120,20 @@ def run_agent(
         on_event: sees each streamed event as it arrives (tentative; for live display).
         on_message: sees each message right after it is committed (memory and file).
         session_fsync: fsync the session file after every line (durability over speed).
+        output_schema: the final answer must be one JSON value valid against this JSON Schema
+            (a dict), or against the schema of this type (a dataclass, a ``TypedDict``, any hint
+            ``miniagent.schema`` describes; the output is then converted to it). An invalid
+            answer gets a user message quoting the problem and the loop goes on within
+            ``max_turns`` (DESIGN.md "Structured output"). ``None``: any text completes.
 
     Returns:
-        ``RunResult(messages, stop_reason)``: every message (restored ones first).
+        ``RunResult(messages, stop_reason, output=...)``: every message (restored ones first);
+        ``output`` is the valid structured answer (``None`` without ``output_schema``).
 
     Raises:
         EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
         SessionError: the session file has a bad line or is locked by another run.
+        TypeError: ``output_schema`` is neither a dict nor a type with a JSON Schema form.
         ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, a budget
             < 1, a ``user`` message larger than the budget (raised before anything is written),
             or, later, a newest unit larger than the budget).
@@ -129,6 +144,8 @@ def run_agent(
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
         raise ValueError(f"max_turns must be an int >= 0, got {max_turns!r}")
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
+    if output_schema is not None:
+        loop.output = OutputSchema.of(output_schema)
     session = SessionFile(session_path, fsync=session_fsync) if session_path is not None else None
     try:
         return loop.run(user, max_turns, session, context_max_chars)
@@ -164,6 +181,7 @@ class _Loop:
         self.on_message = on_message
         self.messages: list[Message] = []
         self.session: SessionFile | None = None
+        self.output: OutputSchema | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -193,7 +211,13 @@ class _Loop:
                     raise EmptyResponseError()
                 self.record(Message("assistant", text, tuple(calls)))
                 if not calls:
-                    return self.stop("complete")
+                    if self.output is None:
+                        return self.stop("complete")
+                    value, problem = self.output.parse(text)
+                    if problem is None:
+                        return self.stop("complete", value)
+                    self.record(Message("user", self.output.feedback(problem)))
+                    continue
                 self.run_tool_calls(calls)
         except _Aborted:
             return self.stop("aborted")
@@ -205,7 +229,8 @@ class _Loop:
         Raises ``_Aborted`` when cancelled during the stream or at checkpoint 2; other exceptions
         of the client propagate unless the run was cancelled meanwhile.
         """
-        request = ModelRequest(self.system, window, self.specs, self.cancel)
+        schema = self.output.schema if self.output is not None else None
+        request = ModelRequest(self.system, window, self.specs, self.cancel, schema)
         parts: list[str] = []
         calls: list[ToolCall] = []
         events: Iterator[ModelEvent] | None = None
@@ -342,8 +367,8 @@ class _Loop:
                         self.record_result(call, MISSING_RESULT, is_error=True)
             return
 
-    def stop(self, reason: StopReason) -> RunResult:
-        return RunResult(self.messages, reason)
+    def stop(self, reason: StopReason, output: Any = None) -> RunResult:
+        return RunResult(self.messages, reason, output)
 
 
 class _Aborted(Exception):

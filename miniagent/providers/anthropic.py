@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ..output import with_output_instruction
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, nonfinite_problem, parse_tool_input
@@ -103,7 +104,9 @@ class AnthropicClient(HTTPClient):
         """
         body = build_messages_body(
             self.model,
-            request.system,
+            # No native structured output here: the schema goes into the system prompt (the
+            # loop checks the answer either way).
+            with_output_instruction(request.system, request.output_schema),
             request.messages,
             request.tools,
             max_tokens=self.max_tokens,

@@ -28,6 +28,7 @@ at ~250 tokens/s); later turns 0.2-0.6 s (prompt cache); generation 50-100 token
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
+from ..output import is_feedback, with_output_instruction
 from ._local_template import CHAT_TEMPLATE
 
 if TYPE_CHECKING:
@@ -485,7 +487,7 @@ class LocalModelClient:
         """
         if not self.server.running:
             raise LocalModelError("the local model server is closed")
-        events: Iterable[ModelEvent] = self._client.stream(request)
+        events: Iterable[ModelEvent] = self._client.stream(grammar_when_safe(request))
         yield from events
 
     def close(self) -> None:
@@ -508,6 +510,25 @@ class LocalModelClient:
 
     def __repr__(self) -> str:
         return f"LocalModelClient(api={self.api!r}, server={self.server!r})"
+
+
+def grammar_when_safe(request: ModelRequest) -> ModelRequest:
+    """Decide whether this turn asks llama.cpp for a grammar from ``request.output_schema``.
+
+    llama.cpp turns ``response_format`` into a grammar over the whole reply, which leaves no room
+    for a tool call (measured: with tools and a schema, the model answers JSON and never calls).
+    So a turn with tools is constrained only after an invalid answer (the last message is the
+    loop's feedback, ``output.is_feedback``): the model cannot fail twice. Other turns with tools
+    get the schema as a system-prompt instruction instead. Without tools, every turn is
+    constrained.
+    """
+    schema = request.output_schema
+    if schema is None or not request.tools:
+        return request
+    if request.messages and is_feedback(request.messages[-1]):
+        return request
+    system = with_output_instruction(request.system, schema)
+    return dataclasses.replace(request, system=system, output_schema=None)
 
 
 def create_local_client(

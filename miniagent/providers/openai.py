@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ..output import strict_compatible
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
@@ -98,6 +99,7 @@ class OpenAIChatClient(HTTPClient):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             extra_body=self.extra_body,
+            output_schema=request.output_schema,
         )
         return self._stream("/chat/completions", body, request, map_chat_stream)
 
@@ -111,6 +113,7 @@ def build_chat_body(
     temperature: float | None = None,
     max_tokens: int | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a streaming chat completions request.
 
@@ -119,7 +122,8 @@ def build_chat_body(
     ``assistant`` messages (``content`` null when only calls, ``tool_calls`` of
     ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``) and ``tool``
     messages (``tool_call_id``, ``content``). Tool calls and results are paired first
-    (``pair_tool_messages``), so a trimmed history is still accepted.
+    (``pair_tool_messages``), so a trimmed history is still accepted. With ``output_schema``:
+    ``response_format`` (see ``response_format``).
     """
     wire: list[dict[str, Any]] = []
     if system:
@@ -142,9 +146,22 @@ def build_chat_body(
         body["temperature"] = temperature
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if output_schema is not None:
+        body["response_format"] = response_format(output_schema)
     if extra_body:
         body.update(extra_body)
     return body
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """``response_format`` asking for a JSON answer valid against ``schema`` (OpenAI "Structured
+    Outputs"; llama.cpp's server turns it into a grammar): ``{"type": "json_schema",
+    "json_schema": {"name": "answer", "schema": ..., "strict": ...}}``, strict when OpenAI's
+    strict mode accepts the schema (``miniagent.output.strict_compatible``)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": schema, "strict": strict_compatible(schema)},
+    }
 
 
 def _wire_function(spec: ToolSpec) -> dict[str, Any]:
