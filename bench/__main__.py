@@ -21,6 +21,7 @@ SECTIONS = (
     "memory",
     "mcp_client",
     "local_model",
+    "tasks",
 )
 SETUP = (
     "python3 -m venv .bench-venv && .bench-venv/bin/pip install -e '.[all]' -r bench/requirements.txt "

@@ -1,4 +1,11 @@
-"""JSONL session files: one committed message per line, appended, never rewritten.
+"""Session stores: the ``SessionStore`` protocol, and JSONL session files (``JSONLSession``).
+
+A store is the durable copy of one conversation's record. ``run_agent(session=store)`` loads it at
+the start of a run and appends every committed message to it; it does not close a store it was
+given, so one open store serves many runs (``chat`` keeps one for the whole conversation).
+``run_agent(session_path=...)`` opens a ``JSONLSession`` for the run and closes it afterwards.
+
+JSONL files: one committed message per line, appended, never rewritten.
 
 Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 
@@ -14,7 +21,11 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 - Only lines the loader accepts are written: a message it would refuse (e.g. a tool call whose
   input is not a dict, from a faulty model client) raises ``SessionError`` instead.
 - Writers hold an exclusive ``flock`` on the file. A second writer does not wait: it fails at
-  once with ``SessionError`` naming the file. ``run_agent`` holds the lock for the whole run.
+  once with ``SessionError`` naming the file. An open ``JSONLSession`` holds the lock until closed.
+  ``fcntl`` is imported only when a file is locked, so ``import miniagent`` and in-memory runs work
+  where it does not exist (Windows); there a session file raises ``SessionError``.
+- An open ``JSONLSession`` reads its file once: the first ``load()`` parses it, later ones return
+  that history plus what this store appended since (the file is not read again).
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
   by an ``fsync`` of its folder (and of the parent of each folder created for it), so a committed
   message survives power loss.
@@ -23,18 +34,56 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 from types import TracebackType
-from typing import Union
+from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
 
-__all__ = ["load_session", "append_session", "SessionFile", "PathLike"]
+__all__ = ["SessionStore", "JSONLSession", "load_session", "append_session", "SessionFile", "PathLike"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_Store = TypeVar("_Store", bound="SessionStore")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where a conversation's committed messages live between runs (DESIGN.md "Session stores").
+
+    Every store keeps the promises of the JSONL file: messages are appended in commit order and
+    never rewritten; a store locks its session while it is open, and a second writer fails at once
+    with ``SessionError``; a crash loses at most the message being written. Use it as a context
+    manager (or call ``close()``); ``run_agent(session=store)`` never closes it.
+    """
+
+    def load(self) -> list[Message]:
+        """Return the committed messages, oldest first (a new list the caller may keep).
+
+        Takes the session's lock if it is not held yet. Raises ``SessionError`` when another
+        writer holds it or a stored message is unreadable (the stored data is left untouched).
+        """
+        ...
+
+    def append(self, message: Message) -> None:
+        """Store one committed message after the others; raises ``SessionError`` or ``OSError``
+        (and then stores nothing of it)."""
+        ...
+
+    def close(self) -> None:
+        """Release the lock and the resources; idempotent."""
+        ...
+
+    def __enter__(self: _Store) -> _Store: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool | None: ...
 
 
 def _encode(path: PathLike, message: Message) -> bytes:
@@ -166,12 +215,13 @@ def load_session(path: PathLike) -> list[Message]:
     return _parse(path, data)[0]
 
 
-class SessionFile:
-    """An open, locked session file for one writer: load once, then append.
+class JSONLSession:
+    """A JSONL session file open for one writer: a ``SessionStore``, today's file format.
 
     Use as a context manager, or call ``close()``. ``load()`` takes the lock when the file exists;
     when it does not, the first ``append()`` creates it (and its parent folders) and takes the lock
-    then, so loading a session that does not exist writes nothing.
+    then, so loading a session that does not exist writes nothing. The first ``load()`` reads the
+    file; later ones return the history kept in memory (what was loaded plus what was appended).
 
     Args:
         path: the JSONL file.
@@ -190,25 +240,36 @@ class SessionFile:
         self._size = 0  # bytes of whole content: where the next line goes after any cut
         self._cut_to: int | None = None  # a torn tail starts here: truncate before appending
         self._needs_newline = False
+        self._history: list[Message] | None = None  # after the first load: the whole record
 
     def load(self) -> list[Message]:
-        """Lock the file if it exists and return its messages (``load_session`` semantics)."""
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return []
-        self._lock(fd)
+        """Lock the file if it exists and return its messages (``load_session`` semantics).
+
+        Only the first call reads the file; later calls return a copy of the history in memory.
+        """
+        if self._history is not None:
+            return list(self._history)
+        fd = self._fd
+        if fd is None:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC)
+            except FileNotFoundError:
+                self._history = []
+                return []
+            self._lock(fd)
         with open(fd, "rb", closefd=False) as stream:
+            stream.seek(0)
             data = stream.read()
         messages, valid_end, self._needs_newline = _parse(self.path, data)
         self._size = valid_end
         self._cut_to = valid_end if valid_end < len(data) else None
+        self._history = list(messages)
         return messages
 
     def load_tail(self) -> None:
         """Lock the file if it exists and find its tail state without reading the whole file."""
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC)
         except FileNotFoundError:
             return
         self._lock(fd)
@@ -229,6 +290,8 @@ class SessionFile:
     def append(self, message: Message) -> None:
         """Append one message as one line (see the module invariants)."""
         line = _encode(self.path, message)
+        if self._fd is None and self._history is None:
+            self.load_tail()  # appending without a load: lock an existing file, find its tail
         if self._fd is None:
             self._create()
         fd = self._fd
@@ -248,6 +311,8 @@ class SessionFile:
             raise
         self._size += len(line)
         self._needs_newline = False
+        if self._history is not None:
+            self._history.append(message)
         if self.fsync:
             os.fsync(fd)
 
@@ -257,7 +322,7 @@ class SessionFile:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing releases the flock
 
-    def __enter__(self) -> SessionFile:
+    def __enter__(self) -> JSONLSession:
         return self
 
     def __exit__(
@@ -268,7 +333,21 @@ class SessionFile:
     ) -> None:
         self.close()
 
+    def _locking(self) -> Any:
+        """The ``fcntl`` module, imported here: POSIX only, and an in-memory run never needs it."""
+        try:
+            import fcntl
+        except ImportError:
+            problem = "session files need fcntl locks (POSIX), not available here"
+            raise SessionError(self.path, problem) from None
+        return fcntl
+
     def _lock(self, fd: int) -> None:
+        try:
+            fcntl = self._locking()
+        except SessionError:
+            os.close(fd)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -288,7 +367,8 @@ class SessionFile:
             created.append(missing)
             missing = missing.parent
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._locking()  # no file is created where it could not be locked
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _CLOEXEC, 0o644)
         self._lock(fd)
         if os.fstat(fd).st_size != 0:
             self.close()
@@ -313,7 +393,7 @@ def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> 
     """Append one message to a session file, creating it (and its folders) if needed.
 
     Takes the file's lock for the duration of the append, repairs a torn tail first, and writes
-    the line with one ``write()``. ``run_agent`` keeps one ``SessionFile`` open for its whole run
+    the line with one ``write()``. ``run_agent`` keeps one ``JSONLSession`` open for its whole run
     instead of calling this per message.
 
     Args:
@@ -326,6 +406,9 @@ def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> 
             (nothing is written).
         OSError: the write failed (the file is left with whole lines only).
     """
-    with SessionFile(path, fsync=fsync) as session:
+    with JSONLSession(path, fsync=fsync) as session:
         session.load_tail()
         session.append(message)
+
+
+SessionFile = JSONLSession  # the round-1 name, kept for existing callers

@@ -7,17 +7,23 @@ PyPI (~93 MB). Warm, the whole file takes a few seconds on 2 cores.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from miniagent.agent import run_agent
 from miniagent.messages import Message
-from miniagent.model import ModelRequest
+from miniagent.model import ModelRequest, ToolSpec
+from miniagent.providers._local_native import RepetitionGuard
 from miniagent.providers.local import (
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_SIZE,
@@ -26,9 +32,12 @@ from miniagent.providers.local import (
     _damaged_model_advice,
     cache_dir,
     create_local_client,
+    default_model_path,
     resolve_model_path,
 )
+from miniagent.providers.sse import SSEEvent
 from miniagent.tools import Tool, tool
+from tests.cli_helpers import cli_command, cli_env
 
 SECRET = "The launch code is PURPLE-ELEPHANT-42."
 QUESTION = "Please read the file notes.txt and tell me what it says"
@@ -84,11 +93,11 @@ def _assert_reads_notes(result_messages: list[Message], log: list[str]) -> None:
 
 
 @pytest.mark.local_model
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("api", ["native", "openai", "anthropic"])
 def test_agent_reads_a_file_through_the_local_model(server: LocalServer, tmp_path: Path, api: str) -> None:
     (tmp_path / "notes.txt").write_text(SECRET, encoding="utf-8")
     log: list[str] = []
-    client = server.openai_client() if api == "openai" else server.anthropic_client()
+    client = server.client(api)  # type: ignore[arg-type]
     started = time.monotonic()
     result = run_agent(
         client=client,
@@ -183,3 +192,248 @@ def test_truncated_cached_default_model_names_the_file_to_delete(
     assert text.startswith(f"llama.cpp server failed to start with {target}: ")
     assert ". The cached default model has 4,096 bytes" in text and ".." not in text
     assert f"Delete {target} and it is fetched again" in text
+
+
+# --- stop at once: the server runs in a child process ---------------------------------------------
+
+
+def _gone(pid: int) -> bool:
+    """The process no longer runs (absent, or a zombie nobody reaped yet)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(x) for x in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.fixture(scope="module")
+def model_file() -> Path:
+    pytest.importorskip("xllamacpp")
+    return default_model_path()
+
+
+def _cold_cache(tmp_path: Path, model_file: Path) -> Path:
+    """A cache folder holding the model but no prompt cache: the first turn evaluates the whole
+    prompt (seconds of prompt processing)."""
+    cache = tmp_path / "cache"
+    (cache / "models").mkdir(parents=True)
+    (cache / "models" / DEFAULT_MODEL_FILE).symlink_to(model_file)
+    return cache
+
+
+def _start_cli_until_the_model_works(tmp_path: Path, model_file: Path) -> tuple[subprocess.Popen[str], int]:
+    """Start ``miniagent run --provider local --json`` and return once the user message is
+    committed (the first model request is then being processed), with the server's pid."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\nA demo project.\n")
+    env = cli_env(tmp_path, {"MINIAGENT_CACHE_DIR": str(_cold_cache(tmp_path, model_file))})
+    args = ["run", "--provider", "local", "--workspace", str(workspace), "--json", "Summarise README.md"]
+    child = subprocess.Popen(
+        cli_command(args),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    assert json.loads(first)["role"] == "user", first + (child.stderr.read() if child.stderr else "")
+    servers = _children(child.pid)
+    assert len(servers) == 1
+    return child, servers[0]
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(120)
+def test_ctrl_c_while_the_local_model_works_exits_at_once_and_stops_the_server(
+    tmp_path: Path, model_file: Path
+) -> None:
+    child, server_pid = _start_cli_until_the_model_works(tmp_path, model_file)
+    try:
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        child.kill()
+    assert child.returncode == 130, child.stderr.read() if child.stderr else ""
+    assert took < 5  # was 8-11 s: llama.cpp's destructor held the interpreter lock
+    assert _gone(server_pid)  # killed and reaped before the CLI exited
+    assert child.stdout is not None
+    assert json.loads(child.stdout.read().splitlines()[-1]) == {"stop_reason": "aborted", "exit_code": 130}
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(120)
+def test_a_second_ctrl_c_exits_at_once_and_the_server_follows(tmp_path: Path, model_file: Path) -> None:
+    child, server_pid = _start_cli_until_the_model_works(tmp_path, model_file)
+    try:
+        child.send_signal(signal.SIGINT)
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert _wait_gone(server_pid), "the llama.cpp server outlived the CLI"
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(120)
+def test_the_server_exits_when_its_parent_is_killed(tmp_path: Path, model_file: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from miniagent.providers.local import LocalServer\n"
+        f"server = LocalServer({str(model_file)!r})\n"
+        "print(server.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], env=cli_env(tmp_path), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        server_pid = int(parent.stdout.readline())
+        assert not _gone(server_pid)
+        parent.kill()  # SIGKILL: no atexit, no handler
+        parent.wait(timeout=10)
+        assert _wait_gone(server_pid), "the llama.cpp server outlived its killed parent"
+    finally:
+        parent.kill()
+
+
+# --- never run away -----------------------------------------------------------------------------
+
+
+@pytest.mark.local_model
+def test_the_output_token_limit_is_an_error_not_a_short_answer(server: LocalServer, tmp_path: Path) -> None:
+    client = server.native_client(max_tokens=4)
+    with pytest.raises(LocalModelError, match=r"output limit of 4 tokens .*--max-output-tokens") as info:
+        run_agent(client=client, system="", tools=[_read_file_tool(tmp_path, [])], user=QUESTION, max_turns=2)
+    assert info.value.kind == "max_output_tokens"
+
+
+def _events(*payloads: dict[str, Any]) -> list[SSEEvent]:
+    return [SSEEvent("message", json.dumps(p), "", None) for p in payloads]
+
+
+def test_a_reply_that_repeats_itself_is_stopped_with_a_clear_error(server_stub: Any) -> None:
+    loop = "I will check. " * 20
+    events = _events(*({"content": c, "stop": False} for c in loop), {"content": "", "stop": True})
+    with pytest.raises(LocalModelError, match="the local model repeated itself") as info:
+        list(server_stub._map(events))
+    assert info.value.kind == "repetition"
+
+
+def test_repetition_guard_lets_short_repeats_through() -> None:
+    guard = RepetitionGuard()
+    assert not guard.feed("a,b\n" * 10)  # 40 characters of a short table: fine
+    assert not guard.feed("The file has three lines: one, two, three.")
+    assert RepetitionGuard().feed("na" * 100)  # 200 characters of one piece: a loop
+
+
+@pytest.fixture
+def server_stub() -> Any:
+    """A ``LocalChatClient`` whose mapper is fed events directly (no server needed)."""
+    from miniagent.providers._local_native import LocalChatClient
+
+    class Stub:
+        alias = "stub"
+        base_url = "http://127.0.0.1:9"
+        prompt_cache = None
+
+    return LocalChatClient(Stub(), max_tokens=16)  # type: ignore[arg-type]
+
+
+def test_a_reply_at_the_limit_names_the_cli_option(server_stub: Any) -> None:
+    events = _events(
+        {"content": "Once upon", "stop": False}, {"content": "", "stop": True, "stop_type": "limit"}
+    )
+    with pytest.raises(LocalModelError, match=r"output limit of 16 tokens .*--max-output-tokens"):
+        list(server_stub._map(events))
+
+
+def test_a_tool_call_reply_becomes_one_call_event(server_stub: Any) -> None:
+    text = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
+    events = _events(
+        {"content": text[:20], "stop": False}, {"content": text[20:], "stop": False}, {"stop": True}
+    )
+    out = list(server_stub._map(events))
+    assert [type(e).__name__ for e in out] == ["ToolCallEvent", "DoneEvent"]
+    assert out[0].call.name == "read_file" and out[0].call.input == {"path": "a.txt"}
+
+
+# --- the prompt and the grammar -------------------------------------------------------------------
+
+
+def test_the_prompt_starts_with_a_fixed_prefix_and_demos_for_the_offered_tools(tmp_path: Path) -> None:
+    from miniagent.providers import _local_prompt
+    from miniagent.toolbox import default_tools
+
+    specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
+    fixed, rest = _local_prompt.render("Work in /x.", [Message("user", "hi")], specs)
+    assert fixed == _local_prompt.prefix(specs)  # the same for every conversation with these tools
+    for name in ("read_file", "write_file", "edit_file", "list_dir", "grep", "run_command"):
+        assert f'<tool_call>\n{{"name": "{name}", ' in fixed  # a demo per built-in tool
+    assert rest.startswith("<|im_start|>system\nWork in /x.<|im_end|>\n<|im_start|>user\nhi<|im_end|>")
+    assert rest.endswith("<|im_start|>assistant\n")
+    only_read = tuple(s for s in specs if s.name == "read_file")
+    assert '"name": "grep"' not in _local_prompt.prefix(only_read)
+
+
+def test_the_grammar_has_a_rule_per_tool_and_an_answer() -> None:
+    from miniagent.providers import _local_prompt
+
+    spec = ToolSpec(
+        "add",
+        "Add.",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "mode": {"enum": ["x", "y"]}},
+            "required": ["a", "b"],
+        },
+    )
+    grammar = _local_prompt.grammar((spec,))
+    assert "root ::= call | answer" in grammar
+    assert '"\\"mode\\""' in grammar and '"\\"x\\""' in grammar
+    assert "root ::= call\n" in _local_prompt.grammar((spec,), allow_answer=False)
+
+
+# --- fast repeat runs: the prompt cache on disk ----------------------------------------------------
+
+
+@pytest.mark.local_model
+def test_a_second_server_reuses_the_saved_prefix(tmp_path: Path, model_file: Path) -> None:
+    (tmp_path / "notes.txt").write_text(SECRET, encoding="utf-8")
+    tools = [_read_file_tool(tmp_path, [])]
+    cache = tmp_path / "prompt-cache"
+    with LocalServer(model_file, prompt_cache=cache) as first:
+        client = first.native_client()
+        run_agent(client=client, system=SYSTEM, tools=tools, user=QUESTION, max_turns=1)
+        assert client.last_stats["cached_tokens"] == 0  # type: ignore[attr-defined]
+    saved = list(cache.glob("prefix-*.bin"))
+    assert len(saved) == 1 and not list(cache.glob("*.part"))
+    with LocalServer(model_file, prompt_cache=cache) as second:
+        client = second.native_client()
+        run_agent(client=client, system=SYSTEM, tools=tools, user="What is in notes.txt?", max_turns=1)
+        stats = client.last_stats  # type: ignore[attr-defined]
+    assert stats["cached_tokens"] > 150  # the system turn, the tool and its demos came from the file
+    assert stats["evaluated_tokens"] < 60

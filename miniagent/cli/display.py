@@ -87,8 +87,9 @@ class Display:
         if not self._at_line_start:
             self.write_out("\n")
 
-    def error(self, text: str) -> None:
-        """A runtime error ended the run: one line ``miniagent: error: TEXT`` on stderr."""
+    def error(self, text: str, exit_code: int = 1) -> None:
+        """A runtime error ended the run (the CLI exits ``exit_code``): one line
+        ``miniagent: error: TEXT`` on stderr."""
         self.spinner.hide()
         self.err.write(f"miniagent: error: {one_line(text)}\n")
         self.err.flush()
@@ -171,9 +172,9 @@ class JsonDisplay(Display):
     def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
         self._result_line({"stop_reason": stop_reason, "exit_code": exit_code})
 
-    def error(self, text: str) -> None:
-        super().error(text)
-        self._result_line({"stop_reason": None, "exit_code": 1, "error": text})
+    def error(self, text: str, exit_code: int = 1) -> None:
+        super().error(text, exit_code)
+        self._result_line({"stop_reason": None, "exit_code": exit_code, "error": text})
 
     def note(self, text: str) -> None:
         pass

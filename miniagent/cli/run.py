@@ -57,7 +57,7 @@ def command_run(prompt: str, options: Options) -> Outcome:
     Raises:
         UsageProblem: a usage error (before anything started).
     """
-    configure_logging(options.debug)
+    configure_logging(options)
     check_options(options)
     prompt = read_prompt(prompt)
     check_prompt_fits(prompt, options.context_max_chars)
@@ -70,6 +70,7 @@ def command_run(prompt: str, options: Options) -> Outcome:
 def _run_and_report(runner: Runner, prompt: str) -> int:
     if runner.output_lost():  # stdout closed: nobody could read the answer
         return runner.settle(EXIT_ERROR)
+    runner.start_clock()
     try:
         runner.open_session()  # a corrupt or locked session fails before the client starts
         runner.open()

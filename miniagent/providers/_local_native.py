@@ -1,0 +1,310 @@
+"""``LocalChatClient``: the embedded model through llama.cpp's own ``/completion`` endpoint.
+
+Invariants:
+
+- The prompt and the grammar come from ``_local_prompt``: every reply is one tool call or a
+  plain-text answer, temperature 0 (greedy) unless told otherwise.
+- Every request sends ``n_predict`` (the output-token limit, default 1,024). A reply that
+  reaches it raises ``LocalModelError`` (kind ``"max_output_tokens"``) naming the limit and the
+  CLI option; it is never returned as a short or empty answer.
+- A reply that repeats itself (the same piece of at least 4 characters written back to back
+  until it covers 160 characters, or 4 times for longer pieces) is stopped at once and raises
+  ``LocalModelError`` (kind ``"repetition"``).
+- Prompt cache: the fixed prefix (system turn, tools and demos) is evaluated once per server
+  and, when the server has a ``prompt_cache`` folder, once per machine: after the first reply
+  the server's slot is saved to ``<prompt_cache>/prefix-<hash>.bin`` (written under a
+  temporary name, then renamed), and a later server restores it before its first request, so
+  only the new part of the prompt is evaluated. The hash covers the model file (path, size,
+  mtime), the context size and the prefix text. A slot file that fails to restore is ignored.
+- Text is streamed as it comes (``TextEvent`` per chunk); a tool call is one ``ToolCallEvent``
+  when the reply ends; then ``DoneEvent``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..messages import ToolCall
+from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent
+from . import _local_prompt
+from ._client import HTTPClient
+from ._config import HTTPSettings
+from ._decode import load_event_json, parse_tool_input
+from ._errors import in_stream_error
+from .sse import SSEEvent
+
+if TYPE_CHECKING:
+    from .local import LocalServer
+
+__all__ = ["LocalChatClient", "RepetitionGuard"]
+
+PROVIDER = "local model"
+_log = logging.getLogger("miniagent.providers.local")
+_MAX_SLOT_FILES = 8
+
+
+class RepetitionGuard:
+    """Detects a reply stuck in a loop: the text ends with one piece written back to back.
+
+    ``feed(text)`` returns ``True`` once the accumulated text ends with a period-``k`` run
+    (``4 <= k <= 200``) of at least ``max(4 * k, 160)`` characters. Legitimate repetition in
+    short answers (a few equal lines) stays below that.
+    """
+
+    def __init__(self, min_run: int = 160, max_period: int = 200) -> None:
+        self.text = ""
+        self.min_run = min_run
+        self.max_period = max_period
+
+    def feed(self, chunk: str) -> bool:
+        """Add ``chunk``; ``True`` when the text now ends in a loop."""
+        self.text += chunk
+        text = self.text
+        for period in range(4, self.max_period + 1):
+            run = max(4 * period, self.min_run)
+            if len(text) < run:
+                break
+            tail = text[-run:]
+            if tail[period:] == tail[:-period]:
+                return True
+        return False
+
+
+class LocalChatClient(HTTPClient):
+    """A ``ModelClient`` for a running ``LocalServer``: ``POST /completion`` with ``stream``.
+
+    Args:
+        server: the running server (its ``base_url``, ``model_path``, ``n_ctx``,
+            ``prompt_cache``).
+        temperature: sampling temperature (default 0: greedy, deterministic).
+        max_tokens: output-token limit of one reply (default 1,024).
+        allow_answer_first: whether the first reply to a user message may be a text answer;
+            ``False`` (default) forces a tool call there (the 135M model otherwise often
+            invents an answer); answers follow tool results.
+        settings: the HTTP settings (``HTTPSettings``: ``stream_timeout`` bounds one whole
+            reply and raises ``ProviderError`` kind ``"stream_timeout"``, ``read_timeout``,
+            ``retry``...), as for ``OpenAIChatClient``.
+
+    Attributes:
+        last_stats: what llama.cpp reported for the last finished reply: ``prompt_tokens``,
+            ``cached_tokens`` (reused from the prompt cache), ``evaluated_tokens``,
+            ``output_tokens``, ``stop_type``.
+
+    Raises:
+        LocalModelError: from ``stream``: the output-token limit was reached, or the reply
+            repeated itself.
+    """
+
+    _provider = PROVIDER
+    _key_env = "MINIAGENT_LOCAL_API_KEY"
+
+    def __init__(
+        self,
+        server: LocalServer,
+        *,
+        settings: HTTPSettings | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        allow_answer_first: bool = False,
+    ) -> None:
+        """Configure the client; no request is made until ``stream``."""
+        from .local import DEFAULT_MAX_OUTPUT_TOKENS
+
+        super().__init__(server.alias, server.base_url, None, settings=settings, temperature=temperature)
+        self.server = server
+        self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
+        self.allow_answer_first = allow_answer_first
+        self.last_stats: dict[str, Any] = {}
+        self._slot_prefix: str | None = None  # the prefix the server's slot holds, when known
+        self._grammars: dict[tuple[Any, ...], str] = {}
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    def __repr__(self) -> str:
+        return f"LocalChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    # --- one reply -----------------------------------------------------------------------------
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
+        """Stream one assistant turn for ``request`` (see the module's invariants).
+
+        Returns:
+            A generator of ``TextEvent``s (a text answer, as it is written) or one
+            ``ToolCallEvent`` (a call, when the reply ends), then ``DoneEvent``. Ends quietly,
+            possibly early, once ``request.cancel`` is set.
+
+        Raises:
+            LocalModelError: output-token limit reached; a repeating reply.
+            ProviderError: the server failed (e.g. the prompt is longer than the context).
+        """
+        fixed, rest = _local_prompt.render(request.system, request.messages, request.tools)
+        last_role = request.messages[-1].role if request.messages else "user"
+        allow_answer = self.allow_answer_first or last_role != "user"
+        body: dict[str, Any] = {
+            "prompt": fixed + rest,
+            "n_predict": self.max_tokens,
+            "stream": True,
+            "cache_prompt": True,
+            "id_slot": 0,
+            "grammar": self._grammar(request, allow_answer),
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return self._reply(body, request, fixed)
+
+    def _grammar(self, request: ModelRequest, allow_answer: bool) -> str:
+        key = (allow_answer, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in request.tools))
+        cached = self._grammars.get(key)
+        if cached is None:
+            cached = self._grammars[key] = _local_prompt.grammar(request.tools, allow_answer=allow_answer)
+        return cached
+
+    def _reply(self, body: dict[str, Any], request: ModelRequest, fixed: str) -> Iterator[ModelEvent]:
+        if fixed and fixed != self._slot_prefix:
+            self._restore_prefix(fixed)
+        done = False
+        for event in self._stream("/completion", body, request, self._map):
+            if isinstance(event, DoneEvent):
+                done = True
+            yield event
+        if done and fixed and fixed != self._slot_prefix:
+            self._slot_prefix = fixed
+            self._save_prefix(fixed)
+
+    def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+        """Map ``/completion`` stream events (``{"content", "stop", "stop_type", ...}``)."""
+        from .local import LocalModelError
+
+        text = ""
+        is_call: bool | None = None
+        guard = RepetitionGuard()
+        final: dict[str, Any] | None = None
+        for event in events:
+            if not event.data:
+                continue
+            chunk = load_event_json(event, PROVIDER, secrets)
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                raise in_stream_error(PROVIDER, chunk, secrets)
+            piece = chunk.get("content")
+            if isinstance(piece, str) and piece:
+                text += piece
+                if is_call is None:
+                    is_call = text.startswith("<")
+                if not is_call:
+                    yield TextEvent(piece)
+                if guard.feed(piece):
+                    raise LocalModelError(
+                        f"the local model repeated itself ({len(text):,} characters, the last "
+                        f"ones in a loop) and was stopped; rephrase the request or start a new session",
+                        kind="repetition",
+                    )
+            if chunk.get("stop"):
+                final = chunk
+                break
+        if final is not None:
+            reported = final.get("timings")
+            timings: dict[str, Any] = reported if isinstance(reported, dict) else {}
+            self.last_stats = {
+                "prompt_tokens": final.get("tokens_evaluated"),
+                "cached_tokens": timings.get("cache_n"),
+                "evaluated_tokens": timings.get("prompt_n"),
+                "output_tokens": final.get("tokens_predicted"),
+                "stop_type": final.get("stop_type"),
+            }
+        if final is None:
+            raise LocalModelError(
+                "the local model's stream ended before the reply was complete", retryable=True
+            )
+        if final.get("stop_type") == "limit":
+            raise LocalModelError(
+                f"the local model's reply reached the output limit of {self.max_tokens:,} tokens "
+                "before it was complete (raise it with --max-output-tokens)",
+                kind="max_output_tokens",
+            )
+        if is_call:
+            yield ToolCallEvent(_parse_call(text))
+        yield DoneEvent()
+
+    # --- the prompt cache on disk ---------------------------------------------------------------
+
+    def _slot_file(self, fixed: str) -> Path | None:
+        folder = self.server.prompt_cache
+        if folder is None:
+            return None
+        model = self.server.model_path
+        try:
+            stat = model.stat()
+        except OSError:
+            return None
+        key = f"{model.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{self.server.n_ctx}\0{fixed}"
+        return folder / f"prefix-{hashlib.sha256(key.encode()).hexdigest()[:24]}.bin"
+
+    def _slot_action(self, action: str, filename: str) -> bool:
+        url = f"{self.base_url}/slots/0?action={action}"
+        data = json.dumps({"filename": filename}).encode()
+        call = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(call, timeout=30) as answer:
+                answer.read()
+                return True
+        except (OSError, urllib.error.URLError) as exc:
+            _log.debug("slot %s of %s failed: %s", action, filename, exc)
+            return False
+
+    def _restore_prefix(self, fixed: str) -> None:
+        path = self._slot_file(fixed)
+        if path is None or not path.is_file():
+            return
+        if self._slot_action("restore", path.name):
+            self._slot_prefix = fixed
+            with contextlib.suppress(OSError):
+                os.utime(path)  # most recently used: kept when old files are pruned
+
+    def _save_prefix(self, fixed: str) -> None:
+        path = self._slot_file(fixed)
+        if path is None or path.is_file():
+            return
+        partial = path.with_name(f"{path.stem}.{os.getpid()}.part")
+        if self._slot_action("save", partial.name):
+            try:
+                os.replace(partial, path)
+            except OSError as exc:
+                _log.debug("could not keep the prompt cache %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        _prune(path.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the ``_MAX_SLOT_FILES`` most recently used slot files."""
+    with contextlib.suppress(OSError):
+        files = sorted(folder.glob("prefix-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in files[_MAX_SLOT_FILES:]:
+            old.unlink(missing_ok=True)
+
+
+def _parse_call(text: str) -> ToolCall:
+    """The ``ToolCall`` in a ``<tool_call>`` reply (the grammar guarantees its shape)."""
+    inner = text.strip().removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
+    call_id = f"call_{uuid.uuid4().hex[:24]}"
+    try:
+        data = json.loads(inner)
+        name = str(data["name"])
+        arguments = json.dumps(data.get("arguments", {}))
+    except (ValueError, KeyError, TypeError) as exc:
+        return ToolCall(call_id, "unknown", {}, f"the tool call is not valid JSON: {exc}")
+    tool_input, error = parse_tool_input(arguments)
+    return ToolCall(call_id, name, tool_input, error)

@@ -1,0 +1,301 @@
+"""The prompt and the grammar of the embedded model's native client (``LocalChatClient``).
+
+Invariants:
+
+- The prompt is ChatML (SmolLM2's format). It starts with a FIXED PREFIX that depends only on
+  the tools (names, parameters, first sentence of each description): a short system turn that
+  lists the tools, then a few-shot demo for each built-in tool the request offers (a user request,
+  the assistant's ``<tool_call>``, the ``tool`` turn with the result, a one-line answer quoting
+  it) and one demo of refusing an impossible task. The caller's system prompt and the
+  conversation come after it, so the prefix's evaluated state can be saved once and reused by
+  later runs (see ``LocalChatClient``).
+- Every reply is constrained by a GBNF grammar (llama.cpp ``grammar``) to exactly one of: one
+  tool call ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>`` whose arguments
+  follow the tool's JSON Schema (the common subset: strings, integers, numbers, booleans, enums,
+  arrays, nested objects; anything else is any JSON value), or a plain-text answer (not starting
+  with ``<`` or a space).
+- Tool results longer than ``TOOL_RESULT_CHARS`` are cut in the prompt (with a note); the record
+  keeps them whole.
+
+Why: at 135M parameters the model follows demos, not instructions; the grammar makes a
+malformed call impossible and the demos choose between calling and answering.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import Message
+from ..model import ToolSpec
+
+__all__ = ["Demo", "DEMOS", "TOOL_RESULT_CHARS", "grammar", "prefix", "render", "render_call"]
+
+ANSWER_CHARS = 300
+"""Most characters of a text answer when tools are offered: one line (the grammar then allows
+only the end of the reply). At this size the model's longer answers ramble."""
+
+TOOL_RESULT_CHARS = 1500
+"""Most characters of one tool result shown to the model (the rest is cut with a note)."""
+
+_INSTRUCTIONS = """\
+You are a helpful assistant that uses tools. Tools:
+{tools}
+To use a tool, reply with only:
+<tool_call>
+{{"name": "TOOL", "arguments": {{...}}}}
+</tool_call>
+Always use a tool first; never guess. After the tool result, answer in one short line that quotes it."""
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One few-shot example: ``user`` asks, the assistant calls ``tool`` with ``arguments``,
+    the tool returns ``result``, the assistant answers ``answer``."""
+
+    user: str
+    tool: str
+    arguments: dict[str, Any]
+    result: str
+    answer: str
+
+
+DEMOS: tuple[Demo, ...] = (
+    Demo(
+        "Create a file status.txt that says done.",
+        "write_file",
+        {"path": "status.txt", "content": "done"},
+        "created status.txt (4 characters, 4 bytes)",
+        'Created status.txt with the text "done".',
+    ),
+    Demo(
+        "In hello.txt, replace the word world with moon.",
+        "edit_file",
+        {"path": "hello.txt", "old_text": "world", "new_text": "moon"},
+        "edited hello.txt: replaced 1 occurrence at line 1",
+        "Done: hello.txt now says moon instead of world.",
+    ),
+    Demo(
+        "How many lines does log.txt have?",
+        "run_command",
+        {"command": "wc -l log.txt"},
+        "42 log.txt\nexit code: 0",
+        "log.txt has 42 lines.",
+    ),
+    Demo(
+        "Where is the function load_config defined?",
+        "grep",
+        {"pattern": "def load_config"},
+        "app/settings.py:12:def load_config(path):",
+        "load_config is defined in app/settings.py, line 12.",
+    ),
+    Demo(
+        "Which files are in the docs folder?",
+        "list_dir",
+        {"path": "docs"},
+        "guide.md\nimages/\nintro.md",
+        "The docs folder has guide.md, intro.md and the folder images/.",
+    ),
+    Demo(
+        "What does todo.txt say?",
+        "read_file",
+        {"path": "todo.txt"},
+        "Buy milk.\nCall Anna at 5.",
+        'todo.txt says: "Buy milk. Call Anna at 5."',
+    ),
+)
+"""One demo per built-in tool; a demo is shown when the request offers a tool of that name whose
+schema has every argument the demo uses."""
+
+REFUSAL = Demo(
+    "Book me a flight to Rome.",
+    "list_dir",
+    {},
+    "notes.txt\nsrc/",
+    "I cannot book flights: I can only read, search and change the files here and run commands.",
+)
+"""Shown after the tool demos (when ``list_dir`` is offered): a task no tool can do is answered
+with "I cannot" after a look at the folder."""
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+def _signature(spec: ToolSpec) -> str:
+    properties = spec.input_schema.get("properties")
+    required = set(spec.input_schema.get("required") or ())
+    names = []
+    if isinstance(properties, dict):
+        names = [name if name in required else f"{name}?" for name in properties]
+    return f"- {spec.name}({', '.join(names)}): {_first_sentence(spec.description)}"
+
+
+def _demo_fits(demo: Demo, tools: dict[str, ToolSpec]) -> bool:
+    spec = tools.get(demo.tool)
+    if spec is None:
+        return False
+    properties = spec.input_schema.get("properties")
+    return isinstance(properties, dict) and all(name in properties for name in demo.arguments)
+
+
+def render_call(name: str, arguments: Any) -> str:
+    """The ``<tool_call>`` block of one call, exactly as the grammar makes the model write it."""
+    payload = f'{{"name": {json.dumps(name)}, "arguments": {json.dumps(arguments, ensure_ascii=False)}}}'
+    return f"<tool_call>\n{payload}\n</tool_call>"
+
+
+def _turn(role: str, text: str) -> str:
+    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+
+
+def prefix(tools: Sequence[ToolSpec]) -> str:
+    """The fixed start of every prompt for ``tools`` (system turn and demos); ``""`` without tools."""
+    if not tools:
+        return ""
+    by_name = {spec.name: spec for spec in tools}
+    parts = [_turn("system", _INSTRUCTIONS.format(tools="\n".join(_signature(s) for s in tools)))]
+    for demo in [d for d in (REFUSAL, *DEMOS) if _demo_fits(d, by_name)]:
+        parts.append(_turn("user", demo.user))
+        parts.append(_turn("assistant", render_call(demo.tool, demo.arguments)))
+        parts.append(_turn("tool", demo.result))
+        parts.append(_turn("assistant", demo.answer))
+    return "".join(parts)
+
+
+def _cut(text: str) -> str:
+    if len(text) <= TOOL_RESULT_CHARS:
+        return text
+    return f"{text[:TOOL_RESULT_CHARS]}\n[... {len(text) - TOOL_RESULT_CHARS} more characters not shown]"
+
+
+def render(system: str, messages: Iterable[Message], tools: Sequence[ToolSpec]) -> tuple[str, str]:
+    """Return ``(prefix, rest)``: the prompt is ``prefix + rest`` and ends with the open
+    assistant turn. Without tools there is no prefix and ``system`` is the first turn."""
+    fixed = prefix(tools)
+    parts: list[str] = []
+    if system.strip():
+        parts.append(_turn("system", system.strip()))
+    elif not tools:
+        parts.append(_turn("system", "You are a helpful assistant."))
+    for message in messages:
+        if message.role == "assistant":
+            blocks = [message.content] if message.content else []
+            blocks += [render_call(call.name, call.input) for call in message.tool_calls]
+            parts.append(_turn("assistant", "\n".join(blocks)))
+        elif message.role == "tool":
+            parts.append(_turn("tool", _cut(message.content)))
+        else:
+            parts.append(_turn("user", message.content))
+    parts.append("<|im_start|>assistant\n")
+    return fixed, "".join(parts)
+
+
+# --- the grammar ------------------------------------------------------------------------------
+
+_JSON_RULES = r"""
+ws ::= [ ]?
+string ::= "\"" char* "\""
+char ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
+integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
+number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
+boolean ::= "true" | "false"
+null ::= "null"
+value ::= string | number | boolean | null | object | array
+object ::= "{" ( string ": " value ( ", " string ": " value )* )? "}"
+array ::= "[" ( value ( ", " value )* )? "]"
+"""
+
+
+class _Grammar:
+    """Builds GBNF rules for JSON Schemas (one rule per sub-schema)."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, str] = {}
+
+    def add(self, name: str, body: str) -> str:
+        self.rules[name] = body
+        return name
+
+    def schema(self, schema: Any, name: str) -> str:
+        """Return a rule (or primitive rule name) matching values of ``schema``."""
+        if not isinstance(schema, dict):
+            return "value"
+        if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+            return self.add(
+                name, " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
+            )
+        if "const" in schema:
+            return self.add(name, _literal(json.dumps(schema["const"], ensure_ascii=False)))
+        kind = schema.get("type")
+        if kind == "string":
+            return "string"
+        if kind == "integer":
+            return "integer"
+        if kind == "number":
+            return "number"
+        if kind == "boolean":
+            return "boolean"
+        if kind == "array":
+            item = self.schema(schema.get("items"), f"{name}-item")
+            return self.add(name, f'"[" ( {item} ( ", " {item} )* )? "]"')
+        if kind == "object" and isinstance(schema.get("properties"), dict):
+            return self.object(schema, name)
+        return "value"
+
+    def object(self, schema: dict[str, Any], name: str) -> str:
+        """Properties in the schema's order; required ones always, optional ones may be left out."""
+        properties: dict[str, Any] = schema["properties"]
+        required = set(schema.get("required") or ())
+        keys = list(properties)
+        values = [self.schema(properties[k], f"{name}-{_rule_name(k)}") for k in keys]
+
+        # rest(i, emitted): the properties from i on; emitted: whether one was written before.
+        def rest(i: int, emitted: bool) -> str:
+            rule = f"{name}-r{i}{'c' if emitted else 'f'}"
+            if rule in self.rules:
+                return rule
+            if i == len(keys):
+                return self.add(rule, '""')
+            separator = '", " ' if emitted else ""
+            key = _literal(json.dumps(keys[i], ensure_ascii=False))
+            pair = f'{separator}{key} ": " {values[i]} {rest(i + 1, True)}'
+            if keys[i] in required:
+                return self.add(rule, pair)
+            return self.add(rule, f"{pair} | {rest(i + 1, emitted)}")
+
+        return self.add(name, f'"{{" {rest(0, False)} "}}"')
+
+
+def _rule_name(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+    return cleaned or "x"
+
+
+def _literal(text: str) -> str:
+    """A GBNF string literal for ``text``."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True) -> str:
+    """The GBNF grammar of one reply: one tool call of ``tools`` or (``allow_answer``) a plain
+    text answer. Without tools: any text."""
+    if not tools:
+        return "root ::= [^\\x00]*"
+    g = _Grammar()
+    calls = []
+    for index, spec in enumerate(tools):
+        arguments = g.schema(spec.input_schema or {"type": "object"}, f"args{index}")
+        if arguments == "value":
+            arguments = "object"
+        head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
+        calls.append(g.add(f"call{index}", f'{head} {arguments} "}}"'))
+    g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
+    g.add("answer", f"[^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}")
+    g.add("root", "call | answer" if allow_answer else "call")
+    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
+    return f"{body}\n{_JSON_RULES.strip()}\n"
