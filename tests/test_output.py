@@ -174,6 +174,7 @@ def test_the_local_model_gets_a_grammar_only_where_a_tool_call_stays_possible() 
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(900)  # a loaded 2-core machine; a few seconds when idle
 def test_the_embedded_model_answers_valid_json_after_reading_a_file(tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp")
     (tmp_path / "notes.txt").write_text("first line\nsecond line\nthird line\n", encoding="utf-8")

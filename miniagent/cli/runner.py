@@ -121,6 +121,7 @@ class Runner:
         self._deadline: float | None = None  # time.monotonic() when --timeout ends the run
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
+        self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
 
     def __enter__(self) -> Runner:
         return self
@@ -343,6 +344,7 @@ class Runner:
             context_max_chars=self.options.context_max_chars,
             on_event=self.display.on_event,
             on_message=self.display.on_message,
+            output_schema=self.output_schema,
         )
         return result.stop_reason
 
