@@ -11,9 +11,14 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 
 - A line is written with a single ``os.write`` of the JSON text plus ``\\n`` on a file opened with
   ``O_APPEND``; the message is already in memory when it is written (memory first, then disk).
-- Loading never modifies the file. A torn last line (no newline, begins with ``{`` and is not
-  JSON: a line cut short by a crash in the middle of a write) is dropped; any other bad line
-  raises ``SessionError`` naming the file and line.
+- Loading never modifies the file. A torn last line (no newline, and provably a prefix of a line
+  this module writes, see ``_torn``: a line cut short by a crash in the middle of a write) is
+  dropped; any other bad line, however deeply nested, raises ``SessionError`` naming the file and
+  line. So a file that is not a session (settings, notes, a binary) is refused, never cut; the
+  first line must be a session record (or a cut one) before anything is appended.
+- A session is a regular file. It is opened with ``O_NONBLOCK`` and checked with ``fstat`` before
+  anything is read, so a FIFO, a device (``/dev/zero``) or a folder is refused at once with
+  ``SessionError``, never waited on or read.
 - The torn tail is cut off (``ftruncate``) before the next append, so a new line is never fused
   onto a fragment. A last line that is a whole message but lacks its newline gets one first.
 - A failed write is rolled back to the previous size (best effort), so the file keeps only whole
@@ -36,17 +41,31 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
+from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
 
-__all__ = ["SessionStore", "JSONLSession", "load_session", "append_session", "SessionFile", "PathLike"]
+__all__ = [
+    "SessionStore",
+    "JSONLSession",
+    "load_session",
+    "append_session",
+    "encode_record",
+    "decode_record",
+    "SessionFile",
+    "PathLike",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _Store = TypeVar("_Store", bound="SessionStore")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
+_BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
 
 
 @runtime_checkable
@@ -87,18 +106,42 @@ class SessionStore(Protocol):
 
 
 def _encode(path: PathLike, message: Message) -> bytes:
-    """The line of ``message``; ``SessionError`` for a message the loader would refuse (a tool
-    call whose input is not a dict, a non-string content or id, ...): such a line would make the
-    whole file unloadable, so it is never written."""
+    """The line of ``message`` (``encode_record`` plus the newline)."""
+    return encode_record(path, message) + b"\n"
+
+
+def encode_record(where: object, message: Message) -> bytes:
+    """The compact JSON (UTF-8) every store keeps for ``message``: one session line's text.
+
+    Raises:
+        SessionError: (naming ``where``) a message the loader would refuse (a tool call whose
+            input is not a dict, a non-string content or id, nesting too deep, ...): such a
+            record would make the whole session unloadable, so it is never stored.
+    """
     data = message_to_json(message)
     try:
         message_from_json(data)  # the loader's own rules, on the JSON object about to be written
-    except ValueError as error:
-        raise SessionError(path, f"message not stored: it could not be loaded back ({error})") from None
-    # json_utf8 escapes a lone surrogate (a file name decoded with surrogateescape), which has no
-    # UTF-8 form; it loads back as the same message (except that a high surrogate right before a
-    # low one loads back as the character the pair encodes: JSON cannot tell the two apart).
-    return json_utf8(data) + b"\n"
+        # json_utf8 escapes a lone surrogate (a file name decoded with surrogateescape), which has
+        # no UTF-8 form; it loads back as the same message (except that a high surrogate right
+        # before a low one loads back as the character the pair encodes: JSON cannot tell them
+        # apart). Data nested too deep to encode raises RecursionError: it could not load either.
+        return json_utf8(data)
+    except _BAD_DATA as error:
+        problem = "nested too deep" if isinstance(error, RecursionError) else str(error)
+        raise SessionError(where, f"message not stored: it could not be loaded back ({problem})") from None
+
+
+def decode_record(where: object, record: bytes | str, number: int) -> Message:
+    """The message of one stored record (``encode_record``'s text).
+
+    Raises:
+        SessionError: naming ``where`` and the record's 1-based ``number``: not JSON, nested too
+            deep, or not a well-formed message.
+    """
+    try:
+        return message_from_json(json.loads(record))
+    except _BAD_DATA as error:
+        raise SessionError(where, _problem(error), line=number) from None
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
@@ -108,23 +151,35 @@ def _decode(line: bytes) -> Message:
     return message_from_json(json.loads(line))
 
 
-def _decode_tail(path: PathLike, tail: bytes, number: int | None) -> Message | None:
+def _problem(error: BaseException) -> str:
+    """What was wrong with a line, for ``SessionError``."""
+    if isinstance(error, RecursionError):
+        return "line is nested too deep"
+    return f"line is not a valid message ({error})"
+
+
+def _decode_tail(path: PathLike, tail: bytes, number: int | Callable[[], int]) -> Message | None:
     """Decode a last line that has no newline: ``None`` when it is torn.
 
-    Torn means the start of a line this module writes (every line is a JSON object, so it begins
-    with ``{``), cut short by a crash: not JSON. Any other text that is not a message raises, so a
-    file that is not a session (notes, a binary) is refused, never cut.
+    Torn means a strict prefix of a line this module writes, cut short by a crash
+    (``is_cut_session_line``). Any other text that is not a message raises, so a file that is not
+    a session (settings, notes, a binary) is refused, never cut. ``number`` is the line's number,
+    or a function that counts it (only called for the error).
     """
     try:
         data = json.loads(tail)
-    except ValueError:
-        if tail.lstrip().startswith(b"{"):
+    except _BAD_DATA as error:
+        if is_cut_session_line(tail):
             return None
-        raise SessionError(path, "line is not JSON: not a session file?", line=number) from None
+        line = number if isinstance(number, int) else number()
+        if isinstance(error, RecursionError):
+            raise SessionError(path, _problem(error), line=line) from None
+        raise SessionError(path, "line is not JSON: not a session file?", line=line) from None
     try:
         return message_from_json(data)
     except ValueError as error:
-        raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+        line = number if isinstance(number, int) else number()
+        raise SessionError(path, _problem(error), line=line) from None
 
 
 def _parse_clean(head: bytes) -> list[Message] | None:
@@ -150,7 +205,7 @@ def _parse_clean(head: bytes) -> list[Message] | None:
                 return None
             append(message_from_json(data))
             pos = end + 1
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
     return messages
 
@@ -162,10 +217,10 @@ def _parse_lines(path: PathLike, lines: list[bytes]) -> list[Message]:
     for number, line in enumerate(lines, 1):
         try:
             append(_decode(line))
-        except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        except _BAD_DATA as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             if not line.strip():
                 continue
-            raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+            raise SessionError(path, _problem(error), line=number) from None
     return messages
 
 
@@ -204,15 +259,52 @@ def load_session(path: PathLike) -> list[Message]:
         The committed messages (a torn last line is left out). The file is not modified.
 
     Raises:
-        SessionError: a bad line other than a torn last line (names the file and the line).
+        SessionError: a bad line other than a torn last line (names the file and the line), or
+            the path is not a regular file (a FIFO, a device, a folder).
         OSError: the file exists but cannot be read.
     """
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        fd = _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
+    with open(fd, "rb") as stream:
+        data = stream.read()
     return _parse(path, data)[0]
+
+
+def _open_regular(path: PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` without blocking, then refuse what is not a regular file.
+
+    Raises:
+        SessionError: a FIFO, a device, a socket or a folder (the descriptor is closed).
+        OSError: the open itself failed (``FileNotFoundError`` included).
+    """
+    try:
+        fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, mode)
+    except IsADirectoryError:
+        raise SessionError(path, "not a regular file (a folder): refused") from None
+    try:
+        kind = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise SessionError(path, f"not a regular file ({_kind_name(kind)}): refused")
+    return fd
+
+
+def _kind_name(kind: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(kind):
+            return name
+    return "not a file"
 
 
 class JSONLSession:
@@ -252,40 +344,45 @@ class JSONLSession:
         fd = self._fd
         if fd is None:
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC)
+                fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND)
             except FileNotFoundError:
                 self._history = []
                 return []
             self._lock(fd)
-        with open(fd, "rb", closefd=False) as stream:
-            stream.seek(0)
-            data = stream.read()
-        messages, valid_end, self._needs_newline = _parse(self.path, data)
+        try:
+            with open(fd, "rb", closefd=False) as stream:
+                stream.seek(0)
+                data = stream.read()
+            messages, valid_end, self._needs_newline = _parse(self.path, data)
+        except BaseException:
+            self.close()  # a session that cannot be loaded is not kept locked
+            raise
         self._size = valid_end
         self._cut_to = valid_end if valid_end < len(data) else None
         self._history = list(messages)
         return messages
 
     def load_tail(self) -> None:
-        """Lock the file if it exists and find its tail state without reading the whole file."""
+        """Lock the file if it exists and find its tail state without reading the whole file
+        (only its first line, to refuse a file that is not a session, and its last one)."""
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC)
+            fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             return
         self._lock(fd)
-        size = os.fstat(fd).st_size
-        start, chunk, tail = size, 4096, b""
-        while start > 0 and b"\n" not in tail:
-            start = max(0, start - chunk)
-            tail = os.pread(fd, size - start, start)
-            chunk *= 2
-        last = tail[tail.rfind(b"\n") + 1 :]
-        self._size, self._needs_newline = size, False
-        if last.strip():
-            if _decode_tail(self.path, last, None) is None:
-                self._size = self._cut_to = size - len(last)
-            else:
-                self._needs_newline = True
+        try:
+            _check_first_line(self.path, fd)
+            size = os.fstat(fd).st_size
+            last = _last_line(fd, size)
+            self._size, self._needs_newline = size, False
+            if last.strip():
+                if _decode_tail(self.path, last, lambda: _count_lines(fd, size)) is None:
+                    self._size = self._cut_to = size - len(last)
+                else:
+                    self._needs_newline = True
+        except BaseException:
+            self.close()  # a session that cannot be appended to is not kept locked
+            raise
 
     def append(self, message: Message) -> None:
         """Append one message as one line (see the module invariants)."""
@@ -368,7 +465,7 @@ class JSONLSession:
             missing = missing.parent
         folder.mkdir(parents=True, exist_ok=True)
         self._locking()  # no file is created where it could not be locked
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _CLOEXEC, 0o644)
+        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock(fd)
         if os.fstat(fd).st_size != 0:
             self.close()
@@ -387,6 +484,49 @@ class JSONLSession:
             os.ftruncate(fd, self._size)
         except OSError:
             self._cut_to = self._size  # the part is still there: cut it before the next append
+
+
+def _last_line(fd: int, size: int) -> bytes:
+    """What follows the file's last newline (reads backwards in growing chunks)."""
+    start, chunk, tail = size, 4096, b""
+    while start > 0 and b"\n" not in tail:
+        start = max(0, start - chunk)
+        tail = os.pread(fd, size - start, start)
+        chunk *= 2
+    return tail[tail.rfind(b"\n") + 1 :]
+
+
+def _count_lines(fd: int, size: int) -> int:
+    """The 1-based number of the file's last line (only for an error message: reads it all)."""
+    count, offset = 1, 0
+    while offset < size:
+        chunk = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        offset += len(chunk)
+    return count
+
+
+def _check_first_line(path: PathLike, fd: int) -> None:
+    """Refuse a file whose first non-blank line is not a message (a last line without newline is
+    left to the tail check). Reads only up to the end of that line."""
+    buffer, offset, number = b"", 0, 1
+    while True:
+        chunk = os.pread(fd, 65536, offset)
+        if not chunk:
+            return  # no complete line: the tail check decides
+        offset += len(chunk)
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                try:
+                    _decode(line)
+                except _BAD_DATA as error:
+                    raise SessionError(path, _problem(error), line=number) from None
+                return
+            number += 1
 
 
 def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> None:

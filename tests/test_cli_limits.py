@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import load_session
+from miniagent import JSONLSession, load_session
 from tests.cli_helpers import (
     STALL,
     FakeOpenAI,
+    cli_command,
     cli_env,
     json_lines,
     model_args,
@@ -130,3 +131,59 @@ def test_no_logs_without_asking(tmp_path: Path, workspace: Path) -> None:
     with FakeOpenAI([text_turn("ok")]) as server:
         done = run_cli(["run", *model_args(server, workspace), "hi"], tmp_path)
     assert done.returncode == 0 and done.stderr == "" and done.stdout == "ok\n"
+
+
+def test_chat_holds_its_session_open_between_lines(tmp_path: Path, workspace: Path) -> None:
+    # One open session for the whole conversation: another run cannot slip in between two lines.
+    session = tmp_path / "chat.jsonl"
+    with FakeOpenAI([text_turn("First."), text_turn("Second.")]) as server:
+        chat = subprocess.Popen(
+            cli_command(["chat", "--session", str(session), *model_args(server, workspace)]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(tmp_path),
+            cwd=tmp_path,
+        )
+        try:
+            assert chat.stdin is not None and chat.stdout is not None
+            chat.stdin.write("one\n")
+            chat.stdin.flush()
+            assert chat.stdout.readline() == "First.\n"  # between two lines now
+            other = run_cli(["run", "--session", str(session), *model_args(server, workspace), "x"], tmp_path)
+            assert other.returncode == 1 and "lock" in other.stderr
+            assert server.posts == 1  # refused before any request
+            stdout, stderr = chat.communicate("two\n", timeout=20)
+        finally:
+            chat.kill()
+    assert chat.returncode == 0, stderr
+    assert stdout == "Second.\n"
+    assert [m.content for m in load_session(session)] == ["one", "First.", "two", "Second."]
+
+
+def test_a_locked_session_fails_before_the_client_starts(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text('{"role":"user","content":"hi"}\n')
+    started = tmp_path / "started"
+    script = tmp_path / "start.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "import miniagent.providers as providers\n"
+        f"providers.create_client = lambda *a, **k: pathlib.Path({str(started)!r}).write_text('yes')\n"
+        "from miniagent.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    with JSONLSession(session) as holder:
+        holder.load()  # holds the lock, as a running chat would
+        argv = [sys.executable, str(script), "run", "--session", str(session), "--provider", "openai", "hi"]
+        done = subprocess.run(
+            argv,
+            env=cli_env(tmp_path),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
+    assert done.returncode == 1 and "lock" in done.stderr
+    assert not started.exists()

@@ -111,6 +111,7 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
         runner.display.finish_run(stop_reason, code)
         if not runner.output_lost():
             runner.report_stop(stop_reason)
+            runner.display.report_usage()
         return runner.settle(code)
     except KeyboardInterrupt:  # while the client was starting: nothing was sent
         runner.display.finish_run("aborted", EXIT_SIGINT)

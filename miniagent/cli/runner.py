@@ -47,6 +47,7 @@ from .terminal import is_terminal
 if TYPE_CHECKING:
     from ..mcp import MCPServerBase
     from ..model import ModelClient
+    from ..session import SessionStore
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
 
@@ -119,6 +120,7 @@ class Runner:
         self.system = ""
         self.abandoned = False  # a client thread still runs: the process must not wait for it
         self._deadline: float | None = None  # time.monotonic() when --timeout ends the run
+        self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
         self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
@@ -144,18 +146,23 @@ class Runner:
         return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
     def open_session(self) -> list[Message]:
-        """Read the session (``--session``) now, so that a corrupt one fails before the client
-        starts; returns its messages (``[]`` without a session).
+        """Open and lock the session (``--session``) now, before the client starts, and keep it
+        open for every run of the command; returns its messages (``[]`` without a session).
+
+        A corrupt or locked session fails here at once; ``chat`` reads the file once and then
+        goes on from memory (``run_agent(session=...)``).
 
         Raises:
-            SessionError: a bad line (the file is left untouched).
+            SessionError: a bad line (the file is left untouched) or another run holds the lock.
             OSError: the file cannot be read.
         """
-        from ..session import load_session
+        from ..session import JSONLSession
 
         if self.options.session is None:
             return []
-        return load_session(self.options.session)
+        if self.store is None:
+            self.store = JSONLSession(self.options.session)
+        return self.store.load()
 
     def open(self) -> None:
         """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
@@ -246,6 +253,9 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        store, self.store = self.store, None
+        if store is not None:
+            store.close()  # releases the session's lock
         servers, self.mcp_servers = self.mcp_servers, []
         for server in servers:  # closes stdin, then stops the process group
             with contextlib.suppress(KeyboardInterrupt):
@@ -340,12 +350,13 @@ class Runner:
             max_turns=self.options.max_turns,
             cancel=cancel,
             before_tool_call=self._before_tool_call,
-            session_path=self.options.session,
+            session=self.store,
             context_max_chars=self.options.context_max_chars,
             on_event=self.display.on_event,
             on_message=self.display.on_message,
             output_schema=self.output_schema,
         )
+        self.display.run_usage = getattr(result, "usage", None)
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:

@@ -37,6 +37,7 @@ from ..errors import ProviderError
 from ..model import ModelClient
 from ._config import HTTPSettings
 from ._retry import RetryPolicy
+from ._urls import check_base_url
 from .anthropic import AnthropicClient
 from .openai import OpenAIChatClient
 
@@ -48,6 +49,7 @@ __all__ = [
     "PROVIDERS",
     "ProviderError",
     "RetryPolicy",
+    "check_base_url",
     "create_client",
 ]
 
@@ -55,7 +57,7 @@ DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 """Model used when ``create_client`` gets no ``model`` (the local client picks its own)."""
 
 _SETTING_NAMES = frozenset(f.name for f in fields(HTTPSettings))
-_CLIENT_OPTIONS = frozenset(("temperature", "max_tokens"))
+_CLIENT_OPTIONS = frozenset(("temperature", "max_tokens", "tool_call_markup"))
 
 
 def create_client(
@@ -76,14 +78,17 @@ def create_client(
         **options: the fields of ``HTTPSettings`` (``read_timeout``, ``connect_timeout``,
             ``stream_timeout`` in seconds, ``retry`` a ``RetryPolicy``, ``headers``,
             ``extra_body``), built here into one ``HTTPSettings`` and given to the client; and
-            the request options ``temperature`` and ``max_tokens``. For ``local`` they go to
-            the HTTP client of the embedded server.
+            the request options ``temperature`` and ``max_tokens``; ``tool_call_markup``
+            (``openai`` only: read ``<tool_call>`` blocks left in the text as calls). For
+            ``local`` they go to the HTTP client of the embedded server.
 
     Returns:
         An object with ``stream(request)`` (and ``close()``).
 
     Raises:
-        ValueError: unknown provider name, or ``base_url``/``api_key`` given for ``local``.
+        ValueError: unknown provider name, ``base_url``/``api_key`` given for ``local``, or a
+            ``base_url`` (or proxy URL from the environment) that cannot be used
+            (``check_base_url``); nothing is sent or retried.
         TypeError: an option that is neither a setting nor a request option.
         ProviderError: no API key for a remote server.
         ImportError: ``local`` without its extra installed.
