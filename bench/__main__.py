@@ -17,6 +17,7 @@ SECTIONS = (
     "loop",
     "sessions",
     "stores",
+    "celery_runs",
     "streams",
     "cancel",
     "memory",

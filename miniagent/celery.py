@@ -15,7 +15,8 @@ One task runs one ``run_agent`` with a ``RedisSession`` keyed by the caller's ru
   the run's cancel event: the run closes its open calls and the task returns stop reason
   ``aborted``. The run itself lives in a thread of the task, so the exception Celery raises for a
   soft time limit lands in the waiting task thread, never inside a tool.
-- The task returns ``{"run_id", "stop_reason", "messages": [Message.to_json(), ...]}``.
+- The task returns ``{"run_id", **RunResult.to_json()}``: ``messages`` (``Message.to_json()``
+  objects), ``stop_reason`` and ``usage``; ``RunResult.from_json`` reads it back.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def agent_task(
     """Register the agent task on the Celery ``app`` and return it.
 
     Call it as ``task.delay(run_id, user, spec.to_dict())`` (or ``apply_async``); the result is
-    ``{"run_id", "stop_reason", "messages"}``.
+    ``{"run_id", "messages", "stop_reason", "usage"}`` (``RunResult.from_json`` reads it).
 
     Args:
         app: the ``celery.Celery`` application (its broker: e.g. the same Redis).
@@ -114,11 +115,7 @@ def agent_task(
             history = store.load()  # takes the lease: a duplicate run id fails here, at once
             prompt = RESUMED if history else user
             result = _run_cancellable(agent, prompt, store)
-        return {
-            "run_id": run_id,
-            "stop_reason": result.stop_reason,
-            "messages": [message.to_json() for message in result.messages],
-        }
+        return {"run_id": run_id, **result.to_json()}
 
     return run
 
@@ -129,10 +126,16 @@ def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunRes
     from .providers import create_client
 
     cancel = threading.Event()
+    finished = threading.Event()  # not Thread.is_alive(): an interrupted join() can leave it wrong
     outcome: dict[str, Any] = {}
 
     def target() -> None:
-        client = create_client(agent.provider, agent.model, agent.base_url, **agent.client_options)
+        try:
+            client = create_client(agent.provider, agent.model, agent.base_url, **agent.client_options)
+        except BaseException as error:
+            outcome["error"] = error
+            finished.set()
+            return
         try:
             outcome["result"] = run_agent(
                 client=client,
@@ -146,18 +149,22 @@ def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunRes
         except BaseException as error:  # handed to the task thread
             outcome["error"] = error
         finally:
-            close = getattr(client, "close", None)
-            if close is not None:
-                close()
+            try:
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                finished.set()
 
     in_main = threading.current_thread() is threading.main_thread()  # prefork and solo pools
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: cancel.set()) if in_main else None
     worker = threading.Thread(target=target, name="miniagent-run", daemon=True)
     try:
         worker.start()
-        while worker.is_alive():
+        while True:
             try:
-                worker.join(0.5)
+                if finished.wait(0.5):
+                    break
             except BaseException:  # SoftTimeLimitExceeded (or another interrupt): stop the run
                 cancel.set()
     finally:

@@ -197,3 +197,22 @@ def test_message_to_json_and_back() -> None:
     assert Message.from_json(json.dumps(data).encode()) == message
     with pytest.raises(ValueError):
         Message.from_json({"role": "robot"})
+
+
+def test_run_result_to_json_and_back() -> None:
+    from miniagent import RunResult, Usage
+
+    result = RunResult(
+        [Message("user", "hi"), Message("assistant", "yo")],
+        "max_turns",
+        Usage(input_tokens=3, output_tokens=4, requests=1, cost_usd=None),
+    )
+    data = result.to_json()
+    assert data["stop_reason"] == "max_turns" and data["usage"]["input_tokens"] == 3
+    import json
+
+    assert RunResult.from_json(data) == result
+    assert RunResult.from_json(json.dumps(data)) == result
+    assert pickle.loads(pickle.dumps(result)) == result
+    with pytest.raises(ValueError, match="stop reason"):
+        RunResult.from_json({**data, "stop_reason": "done"})
