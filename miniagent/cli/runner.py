@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
 from ..approval import TerminalApproval
-from ..errors import MiniagentError, SessionError
+from ..errors import MiniagentError, ProviderError, SessionError
 from ..messages import Message, ToolCall
+from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
 from .checks import tool_output_chars
 from .defaults import EXIT_ERROR, EXIT_SIGPIPE, default_system_prompt, resolve_approval, resolve_provider
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
     from ..model import ModelClient
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "error_text"]
+
+CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
+"""Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
+``max_tokens``)."""
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
@@ -192,6 +197,8 @@ class Runner:
             model=self.options.model,
             base_url=self.options.base_url,
             api_key=None if provider == "local" else api_key,
+            stream_timeout=self.options.stream_timeout,
+            max_tokens=self.options.max_output_tokens,
         )
 
     def close(self) -> None:
@@ -275,7 +282,16 @@ class Runner:
         return stop_reason, code
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
+        """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
+        (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
         assert self.client is not None
+        finish: list[str | None] = [None]  # the finish reason of the last streamed reply
+
+        def on_event(event: ModelEvent) -> None:
+            if isinstance(event, DoneEvent):
+                finish[0] = event.stop_reason
+            self.display.on_event(event)
+
         result = run_agent(
             client=self.client,
             system=self.system,
@@ -286,9 +302,16 @@ class Runner:
             before_tool_call=self._before_tool_call,
             session_path=self.options.session,
             context_max_chars=self.options.context_max_chars,
-            on_event=self.display.on_event,
+            on_event=on_event,
             on_message=self.display.on_message,
         )
+        if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
+            limit = self.options.max_output_tokens
+            raise ProviderError(
+                f"the model's answer was cut at the output-token limit ({limit:,} tokens, stop reason "
+                f"{finish[0]!r}); raise it with --max-output-tokens",
+                kind="max_output_tokens",
+            )
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:

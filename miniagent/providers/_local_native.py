@@ -124,6 +124,7 @@ class LocalChatClient(HTTPClient):
         self.server = server
         self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
         self.allow_answer_first = allow_answer_first
+        self.tool_turns = True
         self.last_stats: dict[str, Any] = {}
         self._slot_prefix: str | None = None  # the prefix the server's slot holds, when known
         self._grammars: dict[tuple[Any, ...], str] = {}
@@ -149,25 +150,38 @@ class LocalChatClient(HTTPClient):
             ProviderError: the server failed (e.g. the prompt is longer than the context).
         """
         fixed, rest = _local_prompt.render(request.system, request.messages, request.tools)
-        last_role = request.messages[-1].role if request.messages else "user"
-        allow_answer = self.allow_answer_first or last_role != "user"
+        grammar = self._grammar(request)
         body: dict[str, Any] = {
             "prompt": fixed + rest,
             "n_predict": self.max_tokens,
             "stream": True,
             "cache_prompt": True,
             "id_slot": 0,
-            "grammar": self._grammar(request, allow_answer),
+            "grammar": grammar,
         }
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return self._reply(body, request, fixed)
 
-    def _grammar(self, request: ModelRequest, allow_answer: bool) -> str:
-        key = (allow_answer, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in request.tools))
+    def _grammar(self, request: ModelRequest) -> str:
+        """The grammar of this turn (the turn policy of the module's invariants)."""
+        allow_answer, only = True, None
+        last = request.messages[-1] if request.messages else None
+        tools = request.tools if self.tool_turns else ()
+        if tools and last is not None and last.role == "user":
+            demo = _local_prompt.nearest_demo(last.content, tools)
+            allow_answer = self.allow_answer_first or demo is None
+            only = demo.tool if demo is not None and not self.allow_answer_first else None
+        elif tools and last is not None and last.role == "tool" and not last.is_error:
+            tools = ()  # a result arrived: answer it
+        key = (allow_answer, only, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in tools))
         cached = self._grammars.get(key)
         if cached is None:
-            cached = self._grammars[key] = _local_prompt.grammar(request.tools, allow_answer=allow_answer)
+            if tools:
+                cached = _local_prompt.grammar(tools, allow_answer=allow_answer, only=only)
+            else:
+                cached = _local_prompt.answer_grammar() if request.tools else _local_prompt.grammar(())
+            self._grammars[key] = cached
         return cached
 
     def _reply(self, body: dict[str, Any], request: ModelRequest, fixed: str) -> Iterator[ModelEvent]:

