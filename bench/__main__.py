@@ -44,6 +44,11 @@ READING = [
     "- Time to first event over loopback differs from the SDKs by fractions of a millisecond and",
     "  flips between runs; miniagent's per-request cost is the `requests` call path and one cancel",
     "  watcher thread per stream (which is what makes a cancel end a blocked read within 100 ms).",
+    "- The MCP client's import target (20 ms) counts `import miniagent` too, which alone misses its",
+    "  own 15 ms target (above); the client's own modules add 2-11 ms even at load 9-13 (the",
+    "  `-X importtime` row) and no standard-library module. The MCP figures came from",
+    "  `python -m bench --only mcp_client` at a load average of 10-13 on 2 cores (other lanes'",
+    "  test suites): absolute times are inflated several-fold, the ratios measured side by side hold.",
     "- The local model is llama.cpp on 2 threads: its tokens per second collapse when other",
     "  processes compete for the cores, so treat that section as information only.",
 ]

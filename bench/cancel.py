@@ -8,19 +8,28 @@ event. Latency = the moment ``run_agent`` returned minus the moment the event wa
   that sends the headers and one event, then nothing (``bench.server``, name ``silent``).
 - (b) a cooperative tool waiting on the event (``cancel.wait(30)``).
 - (c) ``run_command`` (``miniagent.toolbox``) running ``sleep 30``.
+- (d)-(j) the provider in each phase of a request (issue 13 kind 7), every client timeout 60 s:
+  connect to a server whose accept queue is full; send a 30 MB body to a server that never
+  reads; wait for the headers of a server that read the request and never answers; and the same
+  through a loopback HTTP proxy that accepts and waits (forwarding for ``http://``, ``CONNECT``
+  for ``https://``), or whose accept queue is full.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .common import Report, Row, fmt_ms, median, percentile
 
-TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200}
+TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghij", 0.100)}
+BIG_BODY = 30 * 1024 * 1024
 BLOCKED_FOR = 0.02  # seconds the run is left blocked before the cancel
 
 
@@ -66,6 +75,123 @@ def _case_socket(base_url: str) -> Callable[[threading.Event, threading.Event], 
         )
 
     return start
+
+
+class _Listener:
+    """A loopback listener: ``mode`` ``"full"`` never accepts (its accept queue is filled, new
+    connects hang), ``"idle"`` accepts and never reads, ``"reads"`` reads and never answers.
+    ``seen`` is set at each accepted connection (at once for ``"full"``)."""
+
+    def __init__(self, mode: str) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(0 if mode == "full" else 16)
+        self.port = int(self.sock.getsockname()[1])
+        self.mode = mode
+        self.seen = threading.Event()
+        self.release = threading.Event()
+        self._held: list[socket.socket] = []
+        if mode == "full":
+            for _ in range(8):
+                filler = socket.socket()
+                filler.setblocking(False)
+                with contextlib.suppress(OSError):
+                    filler.connect(("127.0.0.1", self.port))
+                self._held.append(filler)
+            time.sleep(0.05)
+        else:
+            threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._held.append(conn)
+            if self.mode == "reads":
+                threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+            self.seen.set()
+
+    def _read(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+
+    def close(self) -> None:
+        for s in (*self._held, self.sock):
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+@contextlib.contextmanager
+def _proxy_env(name: str | None, port: int) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "no_proxy")}
+    for key in saved:
+        os.environ.pop(key, None)
+    if name is not None:
+        os.environ[name] = f"http://127.0.0.1:{port}"
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _case_phase(
+    listener: _Listener, base_url: str, proxy: str | None, body_chars: int
+) -> Callable[[threading.Event, threading.Event], Any]:
+    """The provider blocked in one phase of a request; ``proxy``: the variable pointing at ``listener``."""
+    from miniagent import run_agent
+    from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
+
+    slow = HTTPSettings(read_timeout=60.0, connect_timeout=60.0, retry=RetryPolicy(max_retries=0))
+    user = "x" * body_chars if body_chars else "go"
+
+    def start(cancel: threading.Event, blocked: threading.Event) -> Any:
+        listener.seen.clear()
+        if listener.mode == "full":
+            listener.seen.set()
+        client = OpenAIChatClient("gpt-4o-mini", base_url=base_url, api_key="bench", settings=slow)
+        threading.Thread(target=lambda: listener.seen.wait(30) and blocked.set(), daemon=True).start()
+        with _proxy_env(proxy, listener.port):
+            try:
+                return run_agent(
+                    client=client, system="bench", tools=[], user=user, max_turns=1, cancel=cancel
+                )
+            finally:
+                client.close()
+
+    return start
+
+
+def _phase_cases(stack: contextlib.ExitStack) -> dict[str, tuple[str, Callable[..., Any], int]]:
+    """(label, start, trials divisor) of the cases (d)-(j); listeners are closed by ``stack``."""
+
+    def listener(mode: str) -> _Listener:
+        made = _Listener(mode)
+        stack.callback(made.close)
+        return made
+
+    full, idle, reads = listener("full"), listener("idle"), listener("reads")
+    direct = "http://127.0.0.1:{}/v1"
+    remote, remote_tls = "http://api.example.test/v1", "https://api.example.test/v1"
+    return {
+        "d": ("connect: accept queue full", _case_phase(full, direct.format(full.port), None, 0), 1),
+        "e": (
+            "send: 30 MB body, server never reads",
+            _case_phase(idle, direct.format(idle.port), None, BIG_BODY),
+            10,
+        ),
+        "f": ("waiting for headers", _case_phase(reads, direct.format(reads.port), None, 0), 1),
+        "g": ("proxy: connect, accept queue full", _case_phase(full, remote, "HTTP_PROXY", 0), 1),
+        "h": ("proxy (http://): waiting for headers", _case_phase(reads, remote, "HTTP_PROXY", 0), 1),
+        "i": ("proxy (https://): waiting for CONNECT", _case_phase(reads, remote_tls, "HTTPS_PROXY", 0), 1),
+        "j": ("proxy: send 30 MB, proxy never reads", _case_phase(idle, remote, "HTTP_PROXY", BIG_BODY), 10),
+    }
 
 
 def _case_tool() -> Callable[[threading.Event, threading.Event], Any]:
@@ -126,27 +252,35 @@ def run(report: Report, quick: bool) -> None:
     section = report.section("cancel", "Cancellation latency")
     trials = 100 if quick else 200
     section.notes.append(
-        f"{trials} trials per case; each run is left blocked {BLOCKED_FOR * 1e3:.0f} ms, then the event "
-        "is set from another thread; latency = set -> `run_agent` returned. (c) kills the command's process "
-        "group (SIGTERM) and waits for it."
+        f"{trials} trials per case (the 30 MB cases: a tenth); each run is left blocked "
+        f"{BLOCKED_FOR * 1e3:.0f} ms, then the event is set from another thread; latency = set -> "
+        "`run_agent` returned. (c) kills the command's process group (SIGTERM) and waits for it. "
+        "(d)-(j): every client timeout is 60 s; the socket of each phase is shut down by the stream's "
+        "cancel watcher, which holds it from before the TCP connect."
     )
     silent = (
         b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
         b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Thinking"},"finish_reason":null}]}\n\n'
     )
-    with SSEServer() as server, tempfile.TemporaryDirectory(prefix="bench-cancel-") as workspace:
+    with (
+        SSEServer() as server,
+        tempfile.TemporaryDirectory(prefix="bench-cancel-") as workspace,
+        contextlib.ExitStack() as stack,
+    ):
         server.add("silent", "openai", silent)
-        cases = {
+        cases: dict[str, tuple[str, Callable[..., Any], int]] = {
             "a": (
                 "provider blocked on a silent socket (OpenAIChatClient)",
                 _case_socket(server.openai_base("silent")),
+                1,
             ),
-            "b": ("cooperative tool waiting on the event", _case_tool()),
-            "c": ("run_command running `sleep 30`", _case_command(workspace)),
+            "b": ("cooperative tool waiting on the event", _case_tool(), 1),
+            "c": ("run_command running `sleep 30`", _case_command(workspace), 1),
+            **_phase_cases(stack),
         }
-        for key, (label, start) in cases.items():
+        for key, (label, start, divisor) in cases.items():
             _trial(start)  # warm-up
-            samples = [_trial(start) for _ in range(trials)]
+            samples = [_trial(start) for _ in range(max(5, trials // divisor))]
             p50, p99 = median(samples), percentile(samples, 99)
             section.rows.append(
                 Row(
@@ -154,6 +288,6 @@ def run(report: Report, quick: bool) -> None:
                     f"p50 {fmt_ms(p50)}, p99 {fmt_ms(p99)}",
                     f"p99 < {TARGETS[key] * 1e3:.0f} ms",
                     p99 < TARGETS[key],
-                    f"max {fmt_ms(max(samples))}",
+                    f"max {fmt_ms(max(samples))}; {len(samples)} trials",
                 )
             )

@@ -12,15 +12,20 @@
   miniagent's ``StdioMCPServer.call_tool``, the SDK's ``ClientSession.call_tool`` (asyncio, in
   this process) and a bare client (write a line, read a line: the floor). Overhead = per call
   minus the floor. Against the minimal server, then against an SDK server
-  (``bench/mcp_sdk_server.py``), where the server's own work dominates.
+  (``bench/mcp_sdk_server.py``), where the server's own work dominates; then the same SDK server
+  over streamable HTTP on 127.0.0.1 (miniagent's ``HTTPMCPServer`` against the SDK's
+  ``streamable_http_client``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +94,27 @@ def _paired(python: str, env: dict[str, str], code: str, runs: int, base_code: s
             t_base, t_test = wall(base, env), wall(test, env)
         diffs.append(t_test - t_base)
     return median(diffs)
+
+
+def _own_import(python: str, env: dict[str, str], runs: int) -> float:
+    """Median over runs of the summed ``-X importtime`` self times of ``miniagent.mcp*``."""
+    totals = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [python, "-S", "-X", "importtime", "-c", "import miniagent.mcp"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        total = 0
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                self_us, _cumulative, name = line.split(":", 1)[1].split("|")
+                if name.strip().startswith("miniagent.mcp"):
+                    total += int(self_us)
+        totals.append(total / 1e6)
+    return median(totals)
 
 
 def _child_seconds(python: str, env: dict[str, str], code: str) -> float:
@@ -204,6 +230,72 @@ def _sdk_per_call(server: str, calls: int, rounds: int) -> float:
     return median(results)
 
 
+@contextlib.contextmanager
+def _http_server() -> Iterator[str]:
+    """The SDK bench server over streamable HTTP on a free 127.0.0.1 port; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, SDK_SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the SDK HTTP server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _mini_http_per_call(url: str, calls: int, rounds: int) -> float:
+    from miniagent.mcp import HTTPMCPServer
+
+    results = []
+    with HTTPMCPServer(url, name="bench") as mcp_server:
+        for _ in range(20):
+            mcp_server.call_tool("echo", {"text": "hello"})
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(calls):
+                mcp_server.call_tool("echo", {"text": "hello"})
+            results.append((time.perf_counter() - start) / calls)
+    return median(results)
+
+
+def _sdk_http_per_call(url: str, calls: int, rounds: int) -> float:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    results: list[float] = []
+
+    async def main() -> None:
+        async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            for _ in range(20):
+                await session.call_tool("echo", {"text": "hello"})
+            for _ in range(rounds):
+                start = time.perf_counter()
+                for _ in range(calls):
+                    await session.call_tool("echo", {"text": "hello"})
+                results.append((time.perf_counter() - start) / calls)
+
+    anyio.run(main)
+    return median(results)
+
+
 def run(report: Report, quick: bool) -> None:
     section = report.section("mcp_client", "MCP client")
     python, env = bare_python(), bare_env()
@@ -224,6 +316,19 @@ def run(report: Report, quick: bool) -> None:
     )
     own = _paired(python, env, "import miniagent.mcp", runs, base_code="import miniagent")
     section.rows.append(Row("`import miniagent.mcp` over `import miniagent`", fmt_ms(own)))
+    modules = _own_import(python, env, 3 if quick else 7)
+    section.rows.append(
+        Row(
+            "`miniagent.mcp` modules' own import time (`-X importtime`, summed)",
+            fmt_ms(modules),
+            note="no standard-library module beyond what `import miniagent` loads",
+        )
+    )
+    section.notes.append(
+        "Method: module docstring of `bench/mcp_client.py`. `import miniagent.mcp` includes "
+        "`import miniagent` (see Start-up); the client's own modules are the rows below it. The SDK's "
+        "figures include pydantic, anyio and httpx, which its client imports."
+    )
     if sdk:
         sdk_import = _paired(python, env, _SDK_IMPORT, max(5, runs // 3))
         section.rows.append(
@@ -287,5 +392,16 @@ def run(report: Report, quick: bool) -> None:
                 "<= SDK's",
                 mini_on_sdk <= sdk_on_sdk,
                 f"SDK `ClientSession` {fmt_ms(sdk_on_sdk)} ({fmt_x(sdk_on_sdk / mini_on_sdk)} miniagent's)",
+            )
+        )
+        with _http_server() as url:
+            mini_http = _mini_http_per_call(url, sdk_calls, sdk_rounds)
+            sdk_http = _sdk_http_per_call(url, sdk_calls, sdk_rounds)
+        section.rows.append(
+            Row(
+                "per call, SDK server over streamable HTTP, miniagent",
+                fmt_ms(mini_http),
+                note=f"SDK `streamable_http_client` {fmt_ms(sdk_http)} ({fmt_x(sdk_http / mini_http)} "
+                "miniagent's)",
             )
         )

@@ -443,6 +443,68 @@ def run(report: Report, quick: bool) -> None:
                             f"miniagent {fmt_ms(mini_first)}",
                         )
                     )
+    _endless_line_memory(section)
+
+
+_ENDLESS_LINE = r"""
+import resource, socket, threading
+from miniagent import ProviderError
+from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
+from miniagent.model import ModelRequest
+from miniagent.messages import Message
+
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+piece = b"x" * 65536
+
+def serve():
+    conn, _ = listener.accept()
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: ")
+    try:
+        while True:
+            conn.sendall(piece)
+    except OSError:
+        pass
+
+threading.Thread(target=serve, daemon=True).start()
+base = "http://127.0.0.1:%d/v1" % listener.getsockname()[1]
+client = OpenAIChatClient("m", base, settings=HTTPSettings(retry=RetryPolicy(max_retries=0)))
+try:
+    for _ in client.stream(ModelRequest("", [Message("user", "hi")], (), None)):
+        pass
+    print("no error")
+except ProviderError as err:
+    print(err.kind)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _endless_line_memory(section: Any) -> None:
+    """Peak RSS of a process whose client reads an SSE line that never ends (issue 13 kind 3)."""
+    import subprocess
+    import sys
+
+    from .common import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ENDLESS_LINE], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2:
+        section.rows.append(Row("SSE line that never ends: peak RSS", "failed", note=done.stderr[-200:]))
+        return
+    kind, peak = lines[0], int(lines[1])
+    section.rows.append(
+        Row(
+            "SSE line that never ends: peak RSS of the client process",
+            f"{peak / 1e6:.0f} MB",
+            "< 200 MB, ProviderError",
+            peak < 200e6 and kind == "sse_too_large",
+            f"stopped at the 64 MiB line cap ({kind})",
+        )
+    )
 
 
 def _first_event_maker(api: str, label: str, base: str) -> Callable[[], Iterable[Any]]:

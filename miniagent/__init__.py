@@ -22,7 +22,7 @@ from .model import (
     ToolCallEvent,
     ToolSpec,
 )
-from .session import append_session, load_session
+from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
 
 __version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr:)
@@ -32,6 +32,7 @@ __all__ = [
     "BeforeToolCall",
     "DoneEvent",
     "EmptyResponseError",
+    "JSONLSession",
     "Message",
     "MiniagentError",
     "ModelClient",
@@ -40,6 +41,7 @@ __all__ = [
     "ProviderError",
     "RunResult",
     "SessionError",
+    "SessionStore",
     "StopReason",
     "TextEvent",
     "Tool",

@@ -6,7 +6,8 @@ Two callers, one rule set:
   (``redactor(values)``; which variables are secrets is ``toolbox.environment``'s rule);
 - the providers hide the API key and any credential a server echoes back in an error body
   (``redact(text, secrets)``: the given strings, ``Bearer`` tokens and ``x-api-key`` /
-  ``api_key`` / ``authorization`` values).
+  ``api_key`` / ``authorization`` values, and the user info and query of any URL:
+  ``hide_url_secrets``).
 
 Invariants: every hidden value becomes ``REDACTED`` (``***``); longer values win when one contains
 another; redaction runs on the whole text *before* it is shortened (``_text``), so a cut never
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "MIN_REDACTED_CHARS", "Redactor", "redactor", "redact"]
+__all__ = ["REDACTED", "MIN_REDACTED_CHARS", "Redactor", "hide_url_secrets", "redactor", "redact"]
 
 REDACTED = "***"
 MIN_REDACTED_CHARS = 8
@@ -30,6 +31,15 @@ output and are too short to be real keys."""
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 _API_KEY_FIELD = re.compile(r"(?i)((?:x-api-key|api[-_]key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
+_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
+_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s?#'\"<>]*)\?[^\s#'\"<>]*")
+
+
+def hide_url_secrets(text: str) -> str:
+    """``text`` with the user info (``user:pass@``) and the query (``?...``) of every URL in it
+    (``scheme://...``) replaced by ``***``."""
+    text = _URL_USERINFO.sub(r"\1" + REDACTED + "@", text)
+    return _URL_QUERY.sub(r"\1?" + REDACTED, text)
 
 
 class Redactor:
@@ -102,9 +112,9 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         secrets: exact strings to hide (the API key); empty or ``None`` entries are skipped.
 
     Returns:
-        ``text`` with every secret, ``Bearer`` token and ``x-api-key``/``authorization`` value
-        replaced by ``***``.
+        ``text`` with every secret, ``Bearer`` token, ``x-api-key``/``authorization`` value and
+        the user info and query of every URL replaced by ``***``.
     """
     text = Redactor(secret for secret in secrets if secret)(text)
     text = _BEARER.sub(r"\1" + REDACTED, text)
-    return _API_KEY_FIELD.sub(r"\1" + REDACTED, text)
+    return hide_url_secrets(_API_KEY_FIELD.sub(r"\1" + REDACTED, text))

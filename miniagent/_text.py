@@ -14,7 +14,8 @@ Shortening (every place that cuts text for a person or a model uses these, so th
 
 Surrogates: a ``str`` can hold lone surrogates (U+D800..U+DFFF) -- a file name or argv decoded with
 ``surrogateescape``, a ``"\\ud800"`` JSON escape from a model -- which have no UTF-8 form.
-``replace_surrogates`` puts U+FFFD in their place and ``utf8`` encodes any text without raising.
+``replace_surrogates`` puts U+FFFD in their place, ``undecodable_replaced`` turns the bytes that
+``surrogateescape`` kept into U+FFFD, and ``utf8`` encodes any text without raising.
 (JSON keeps them exactly instead, as ASCII escapes: ``messages.json_utf8``.)
 """
 
@@ -22,7 +23,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["omission_note", "cap", "cap_ends", "shorten", "replace_surrogates", "utf8", "SURROGATES"]
+__all__ = [
+    "omission_note",
+    "cap",
+    "cap_ends",
+    "shorten",
+    "replace_surrogates",
+    "undecodable_replaced",
+    "utf8",
+    "SURROGATES",
+]
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 """Matches one lone surrogate code point (a ``str`` never holds a valid pair: those are decoded)."""
@@ -103,6 +113,16 @@ def shorten(text: str, limit: int) -> str:
 def replace_surrogates(text: str) -> str:
     """Return ``text`` with every lone surrogate replaced by U+FFFD (so it has a UTF-8 form)."""
     return SURROGATES.sub("\ufffd", text)
+
+
+def undecodable_replaced(text: str) -> str:
+    """``text`` decoded with ``surrogateescape`` (argv, stdin, a file that is not UTF-8) with its
+    undecodable bytes as U+FFFD, as a strict UTF-8 decode with ``errors="replace"`` would have
+    given; any other lone surrogate becomes U+FFFD too. Never raises."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return replace_surrogates(text)
 
 
 def utf8(text: str) -> bytes:

@@ -18,15 +18,17 @@ decides when to stop. Invariants, each tested:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ._log import Logger
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
 from .messages import MISSING_RESULT, Message, ToolCall
 from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
-from .session import PathLike, SessionFile
+from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
@@ -45,6 +47,8 @@ __all__ = [
     "NOT_APPROVED",
     "MISSING_RESULT",
 ]
+
+_log = Logger("miniagent.agent")  # requests, tools, stop reason (see _log: nothing until an app logs)
 
 StopReason = Literal["complete", "max_turns", "aborted"]
 
@@ -93,6 +97,7 @@ def run_agent(
     on_event: Callable[[ModelEvent], None] | None = None,
     on_message: Callable[[Message], None] | None = None,
     session_fsync: bool = False,
+    session: SessionStore | None = None,
 ) -> RunResult:
     """Run the agent loop in the caller's thread until complete, max_turns or aborted.
 
@@ -105,21 +110,26 @@ def run_agent(
         cancel: set it from any thread to stop; checked at the spec's four checkpoints and on
             every streamed event. ``None``: no cancellation.
         before_tool_call: approval hook asked before each call; ``None`` approves everything.
-        session_path: JSONL file to restore from and append to (locked for the run); ``None``:
-            nothing persisted.
+        session_path: JSONL file to restore from and append to (a ``JSONLSession`` opened and
+            locked for the run, closed at its end); ``None``: nothing persisted.
         context_max_chars: character budget of what is sent to the model (the record stays
             whole); ``None``: no trimming.
         on_event: sees each streamed event as it arrives (tentative; for live display).
         on_message: sees each message right after it is committed (memory and file).
-        session_fsync: fsync the session file after every line (durability over speed).
+        session_fsync: fsync the ``session_path`` file after every line (durability over speed).
+        session: an open ``SessionStore`` to restore from and append to, instead of
+            ``session_path``; the run does not close it, so the next run on the same store goes on
+            from this one's record (a ``JSONLSession`` does not read its file again).
 
     Returns:
         ``RunResult(messages, stop_reason)``: every message (restored ones first).
 
     Raises:
         EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
-        SessionError: the session file has a bad line or is locked by another run.
-        ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, a budget
+        SessionError: the session has a bad line or is locked by another run.
+        TypeError: ``session`` is not a ``SessionStore``.
+        ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, both
+            ``session`` and ``session_path`` (or ``session_fsync``) given, a budget
             < 1, a ``user`` message larger than the budget (raised before anything is written),
             or, later, a newest unit larger than the budget).
         OSError: appending to the session failed.
@@ -129,12 +139,26 @@ def run_agent(
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
         raise ValueError(f"max_turns must be an int >= 0, got {max_turns!r}")
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
-    session = SessionFile(session_path, fsync=session_fsync) if session_path is not None else None
+    if session is not None:
+        _check_store(session, session_path, session_fsync)
+        return loop.run(user, max_turns, session, context_max_chars)  # the caller closes it
+    owned = JSONLSession(session_path, fsync=session_fsync) if session_path is not None else None
     try:
-        return loop.run(user, max_turns, session, context_max_chars)
+        return loop.run(user, max_turns, owned, context_max_chars)
     finally:
-        if session is not None:
-            session.close()
+        if owned is not None:
+            owned.close()
+
+
+def _check_store(session: object, session_path: PathLike | None, session_fsync: bool) -> None:
+    """Refuse ``session=`` together with the file options, or a ``session`` that is no store."""
+    if session_path is not None or session_fsync:
+        raise ValueError("pass either session= or session_path= (with session_fsync=), not both")
+    if not isinstance(session, SessionStore):
+        raise TypeError(
+            f"session must be a SessionStore (e.g. JSONLSession(path)), not {type(session).__name__};"
+            " a file path goes to session_path="
+        )
 
 
 class _Loop:
@@ -163,7 +187,7 @@ class _Loop:
         self.on_event = on_event
         self.on_message = on_message
         self.messages: list[Message] = []
-        self.session: SessionFile | None = None
+        self.session: SessionStore | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -171,7 +195,7 @@ class _Loop:
         self,
         user: str,
         max_turns: int,
-        session: SessionFile | None,
+        session: SessionStore | None,
         context_max_chars: int | None,
     ) -> RunResult:
         trimmer = Trimmer(self.messages, context_max_chars) if context_max_chars is not None else None
@@ -186,9 +210,18 @@ class _Loop:
         self.answer_interrupted_calls()
         self.record(message)
         try:
-            for _turn in range(max_turns):
+            for turn in range(1, max_turns + 1):
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
+                _log.info("request %d: %d messages", turn, len(window))
+                started = time.monotonic()
                 text, calls = self.stream_turn(window)
+                _log.info(
+                    "request %d done in %.2f s: %d characters, %d tool calls",
+                    turn,
+                    time.monotonic() - started,
+                    len(text),
+                    len(calls),
+                )
                 if not text and not calls:
                     raise EmptyResponseError()
                 self.record(Message("assistant", text, tuple(calls)))
@@ -292,6 +325,8 @@ class _Loop:
     def execute(self, calls: list[ToolCall], index: int, tool: Tool) -> ToolResult:
         """Run the tool; if it raises, close the calls (as aborted when cancelled) first."""
         call = calls[index]
+        _log.info("tool %s (%s) started", tool.name, call.id)
+        started = time.monotonic()
         try:
             result = tool.execute(dict(call.input), self.cancel)
             if not isinstance(result, ToolResult):
@@ -299,6 +334,14 @@ class _Loop:
             if not isinstance(result.content, str):  # would not survive the session file
                 kind = type(result.content).__name__
                 raise TypeError(f"tool {tool.name!r} returned content of type {kind}")
+            _log.info(
+                "tool %s (%s) done in %.2f s: %s, %d characters",
+                tool.name,
+                call.id,
+                time.monotonic() - started,
+                "error" if result.is_error else "ok",
+                len(result.content),
+            )
             return result
         except Exception:
             if self.cancelled():
@@ -343,6 +386,7 @@ class _Loop:
             return
 
     def stop(self, reason: StopReason) -> RunResult:
+        _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
         return RunResult(self.messages, reason)
 
 

@@ -3,6 +3,33 @@
 Every error the library raises on purpose derives from :class:`MiniagentError`, so a caller can
 catch the library's errors apart from bugs and from the exceptions of their own tools (which
 ``run_agent`` re-raises unchanged, as the spec's failure table says).
+
+The whole tree (every public error; where it is raised)::
+
+    Exception
+    ├── MiniagentError                      miniagent.errors (also ``from miniagent import``)
+    │   ├── EmptyResponseError              run_agent: a turn ended with neither text nor calls
+    │   │                                   (nothing of the turn committed)
+    │   ├── SessionError                    session stores (miniagent.session): a bad line, a
+    │   │                                   locked session, a message the loader would refuse,
+    │   │                                   a file that is not a session; run_agent passes it on
+    │   └── ProviderError                   miniagent.providers: HTTP clients and their streams
+    │       │                               (connection failure, an error event mid-stream, an
+    │       │                               event that is not JSON, no API key for the provider)
+    │       ├── StatusError                 miniagent.providers._http: an HTTP error status;
+    │       │                               adds ``retry_after`` (seconds or None)
+    │       └── LocalModelError             miniagent.providers.local: the local llama.cpp model
+    │                                       cannot run (no xllamacpp, no model file, no start)
+    ├── ValueError
+    │   └── OutsideWorkspaceError           miniagent.toolbox: a path leaves the workspace; the
+    │                                       file tools turn it into an error result, so a run
+    │                                       never sees it
+    └── (standard errors, not library errors) ValueError / TypeError for bad arguments
+        (``run_agent``, ``@tool``, ``trim_context``), ``OSError`` from session writes and
+        ``NotADirectoryError`` for a workspace that is not a folder.
+
+Tools' own exceptions, a model client's exceptions and an approval hook's exceptions are not
+wrapped: ``run_agent`` closes the open calls and re-raises the original object.
 """
 
 from __future__ import annotations

@@ -206,9 +206,7 @@ def _choices(values: list[Any], enum_class: type[enum.Enum] | None) -> TypeSchem
     return TypeSchema(schema, "null" in kinds, enum_class)
 
 
-def _array(
-    container: Any, args: tuple[Any, ...], strict: bool, stack: tuple[type, ...]
-) -> TypeSchema:
+def _array(container: Any, args: tuple[Any, ...], strict: bool, stack: tuple[type, ...]) -> TypeSchema:
     build = _ARRAYS[container]
     if container is tuple and len(args) >= 1 and args[-1] is not Ellipsis:
         return _fixed_tuple(args, strict, stack)

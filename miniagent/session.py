@@ -1,12 +1,24 @@
-"""JSONL session files: one committed message per line, appended, never rewritten.
+"""Session stores: the ``SessionStore`` protocol, and JSONL session files (``JSONLSession``).
+
+A store is the durable copy of one conversation's record. ``run_agent(session=store)`` loads it at
+the start of a run and appends every committed message to it; it does not close a store it was
+given, so one open store serves many runs (``chat`` keeps one for the whole conversation).
+``run_agent(session_path=...)`` opens a ``JSONLSession`` for the run and closes it afterwards.
+
+JSONL files: one committed message per line, appended, never rewritten.
 
 Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 
 - A line is written with a single ``os.write`` of the JSON text plus ``\\n`` on a file opened with
   ``O_APPEND``; the message is already in memory when it is written (memory first, then disk).
-- Loading never modifies the file. A torn last line (no newline, begins with ``{`` and is not
-  JSON: a line cut short by a crash in the middle of a write) is dropped; any other bad line
-  raises ``SessionError`` naming the file and line.
+- Loading never modifies the file. A torn last line (no newline, and provably a prefix of a line
+  this module writes, see ``_torn``: a line cut short by a crash in the middle of a write) is
+  dropped; any other bad line, however deeply nested, raises ``SessionError`` naming the file and
+  line. So a file that is not a session (settings, notes, a binary) is refused, never cut; the
+  first line must be a session record (or a cut one) before anything is appended.
+- A session is a regular file. It is opened with ``O_NONBLOCK`` and checked with ``fstat`` before
+  anything is read, so a FIFO, a device (``/dev/zero``) or a folder is refused at once with
+  ``SessionError``, never waited on or read.
 - The torn tail is cut off (``ftruncate``) before the next append, so a new line is never fused
   onto a fragment. A last line that is a whole message but lacks its newline gets one first.
 - A failed write is rolled back to the previous size (best effort), so the file keeps only whole
@@ -14,7 +26,11 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 - Only lines the loader accepts are written: a message it would refuse (e.g. a tool call whose
   input is not a dict, from a faulty model client) raises ``SessionError`` instead.
 - Writers hold an exclusive ``flock`` on the file. A second writer does not wait: it fails at
-  once with ``SessionError`` naming the file. ``run_agent`` holds the lock for the whole run.
+  once with ``SessionError`` naming the file. An open ``JSONLSession`` holds the lock until closed.
+  ``fcntl`` is imported only when a file is locked, so ``import miniagent`` and in-memory runs work
+  where it does not exist (Windows); there a session file raises ``SessionError``.
+- An open ``JSONLSession`` reads its file once: the first ``load()`` parses it, later ones return
+  that history plus what this store appended since (the file is not read again).
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
   by an ``fsync`` of its folder (and of the parent of each folder created for it), so a committed
   message survives power loss.
@@ -23,18 +39,61 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
+import stat
+from collections.abc import Callable
 from types import TracebackType
-from typing import Union
+from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
+from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
 
-__all__ = ["load_session", "append_session", "SessionFile", "PathLike"]
+__all__ = ["SessionStore", "JSONLSession", "load_session", "append_session", "SessionFile", "PathLike"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_Store = TypeVar("_Store", bound="SessionStore")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
+_BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where a conversation's committed messages live between runs (DESIGN.md "Session stores").
+
+    Every store keeps the promises of the JSONL file: messages are appended in commit order and
+    never rewritten; a store locks its session while it is open, and a second writer fails at once
+    with ``SessionError``; a crash loses at most the message being written. Use it as a context
+    manager (or call ``close()``); ``run_agent(session=store)`` never closes it.
+    """
+
+    def load(self) -> list[Message]:
+        """Return the committed messages, oldest first (a new list the caller may keep).
+
+        Takes the session's lock if it is not held yet. Raises ``SessionError`` when another
+        writer holds it or a stored message is unreadable (the stored data is left untouched).
+        """
+        ...
+
+    def append(self, message: Message) -> None:
+        """Store one committed message after the others; raises ``SessionError`` or ``OSError``
+        (and then stores nothing of it)."""
+        ...
+
+    def close(self) -> None:
+        """Release the lock and the resources; idempotent."""
+        ...
+
+    def __enter__(self: _Store) -> _Store: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool | None: ...
 
 
 def _encode(path: PathLike, message: Message) -> bytes:
@@ -44,12 +103,14 @@ def _encode(path: PathLike, message: Message) -> bytes:
     data = message_to_json(message)
     try:
         message_from_json(data)  # the loader's own rules, on the JSON object about to be written
-    except ValueError as error:
-        raise SessionError(path, f"message not stored: it could not be loaded back ({error})") from None
-    # json_utf8 escapes a lone surrogate (a file name decoded with surrogateescape), which has no
-    # UTF-8 form; it loads back as the same message (except that a high surrogate right before a
-    # low one loads back as the character the pair encodes: JSON cannot tell the two apart).
-    return json_utf8(data) + b"\n"
+        # json_utf8 escapes a lone surrogate (a file name decoded with surrogateescape), which has
+        # no UTF-8 form; it loads back as the same message (except that a high surrogate right
+        # before a low one loads back as the character the pair encodes: JSON cannot tell them
+        # apart). Data nested too deep to encode raises RecursionError: it could not load either.
+        return json_utf8(data) + b"\n"
+    except _BAD_DATA as error:
+        problem = "nested too deep" if isinstance(error, RecursionError) else str(error)
+        raise SessionError(path, f"message not stored: it could not be loaded back ({problem})") from None
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
@@ -59,23 +120,35 @@ def _decode(line: bytes) -> Message:
     return message_from_json(json.loads(line))
 
 
-def _decode_tail(path: PathLike, tail: bytes, number: int | None) -> Message | None:
+def _problem(error: BaseException) -> str:
+    """What was wrong with a line, for ``SessionError``."""
+    if isinstance(error, RecursionError):
+        return "line is nested too deep"
+    return f"line is not a valid message ({error})"
+
+
+def _decode_tail(path: PathLike, tail: bytes, number: int | Callable[[], int]) -> Message | None:
     """Decode a last line that has no newline: ``None`` when it is torn.
 
-    Torn means the start of a line this module writes (every line is a JSON object, so it begins
-    with ``{``), cut short by a crash: not JSON. Any other text that is not a message raises, so a
-    file that is not a session (notes, a binary) is refused, never cut.
+    Torn means a strict prefix of a line this module writes, cut short by a crash
+    (``is_cut_session_line``). Any other text that is not a message raises, so a file that is not
+    a session (settings, notes, a binary) is refused, never cut. ``number`` is the line's number,
+    or a function that counts it (only called for the error).
     """
     try:
         data = json.loads(tail)
-    except ValueError:
-        if tail.lstrip().startswith(b"{"):
+    except _BAD_DATA as error:
+        if is_cut_session_line(tail):
             return None
-        raise SessionError(path, "line is not JSON: not a session file?", line=number) from None
+        line = number if isinstance(number, int) else number()
+        if isinstance(error, RecursionError):
+            raise SessionError(path, _problem(error), line=line) from None
+        raise SessionError(path, "line is not JSON: not a session file?", line=line) from None
     try:
         return message_from_json(data)
     except ValueError as error:
-        raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+        line = number if isinstance(number, int) else number()
+        raise SessionError(path, _problem(error), line=line) from None
 
 
 def _parse_clean(head: bytes) -> list[Message] | None:
@@ -101,7 +174,7 @@ def _parse_clean(head: bytes) -> list[Message] | None:
                 return None
             append(message_from_json(data))
             pos = end + 1
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
     return messages
 
@@ -113,10 +186,10 @@ def _parse_lines(path: PathLike, lines: list[bytes]) -> list[Message]:
     for number, line in enumerate(lines, 1):
         try:
             append(_decode(line))
-        except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        except _BAD_DATA as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             if not line.strip():
                 continue
-            raise SessionError(path, f"line is not a valid message ({error})", line=number) from None
+            raise SessionError(path, _problem(error), line=number) from None
     return messages
 
 
@@ -155,23 +228,61 @@ def load_session(path: PathLike) -> list[Message]:
         The committed messages (a torn last line is left out). The file is not modified.
 
     Raises:
-        SessionError: a bad line other than a torn last line (names the file and the line).
+        SessionError: a bad line other than a torn last line (names the file and the line), or
+            the path is not a regular file (a FIFO, a device, a folder).
         OSError: the file exists but cannot be read.
     """
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        fd = _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
+    with open(fd, "rb") as stream:
+        data = stream.read()
     return _parse(path, data)[0]
 
 
-class SessionFile:
-    """An open, locked session file for one writer: load once, then append.
+def _open_regular(path: PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` without blocking, then refuse what is not a regular file.
+
+    Raises:
+        SessionError: a FIFO, a device, a socket or a folder (the descriptor is closed).
+        OSError: the open itself failed (``FileNotFoundError`` included).
+    """
+    try:
+        fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, mode)
+    except IsADirectoryError:
+        raise SessionError(path, "not a regular file (a folder): refused") from None
+    try:
+        kind = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise SessionError(path, f"not a regular file ({_kind_name(kind)}): refused")
+    return fd
+
+
+def _kind_name(kind: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(kind):
+            return name
+    return "not a file"
+
+
+class JSONLSession:
+    """A JSONL session file open for one writer: a ``SessionStore``, today's file format.
 
     Use as a context manager, or call ``close()``. ``load()`` takes the lock when the file exists;
     when it does not, the first ``append()`` creates it (and its parent folders) and takes the lock
-    then, so loading a session that does not exist writes nothing.
+    then, so loading a session that does not exist writes nothing. The first ``load()`` reads the
+    file; later ones return the history kept in memory (what was loaded plus what was appended).
 
     Args:
         path: the JSONL file.
@@ -190,45 +301,63 @@ class SessionFile:
         self._size = 0  # bytes of whole content: where the next line goes after any cut
         self._cut_to: int | None = None  # a torn tail starts here: truncate before appending
         self._needs_newline = False
+        self._history: list[Message] | None = None  # after the first load: the whole record
 
     def load(self) -> list[Message]:
-        """Lock the file if it exists and return its messages (``load_session`` semantics)."""
+        """Lock the file if it exists and return its messages (``load_session`` semantics).
+
+        Only the first call reads the file; later calls return a copy of the history in memory.
+        """
+        if self._history is not None:
+            return list(self._history)
+        fd = self._fd
+        if fd is None:
+            try:
+                fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:
+                self._history = []
+                return []
+            self._lock(fd)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return []
-        self._lock(fd)
-        with open(fd, "rb", closefd=False) as stream:
-            data = stream.read()
-        messages, valid_end, self._needs_newline = _parse(self.path, data)
+            with open(fd, "rb", closefd=False) as stream:
+                stream.seek(0)
+                data = stream.read()
+            messages, valid_end, self._needs_newline = _parse(self.path, data)
+        except BaseException:
+            self.close()  # a session that cannot be loaded is not kept locked
+            raise
         self._size = valid_end
         self._cut_to = valid_end if valid_end < len(data) else None
+        self._history = list(messages)
         return messages
 
     def load_tail(self) -> None:
-        """Lock the file if it exists and find its tail state without reading the whole file."""
+        """Lock the file if it exists and find its tail state without reading the whole file
+        (only its first line, to refuse a file that is not a session, and its last one)."""
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             return
         self._lock(fd)
-        size = os.fstat(fd).st_size
-        start, chunk, tail = size, 4096, b""
-        while start > 0 and b"\n" not in tail:
-            start = max(0, start - chunk)
-            tail = os.pread(fd, size - start, start)
-            chunk *= 2
-        last = tail[tail.rfind(b"\n") + 1 :]
-        self._size, self._needs_newline = size, False
-        if last.strip():
-            if _decode_tail(self.path, last, None) is None:
-                self._size = self._cut_to = size - len(last)
-            else:
-                self._needs_newline = True
+        try:
+            _check_first_line(self.path, fd)
+            size = os.fstat(fd).st_size
+            last = _last_line(fd, size)
+            self._size, self._needs_newline = size, False
+            if last.strip():
+                if _decode_tail(self.path, last, lambda: _count_lines(fd, size)) is None:
+                    self._size = self._cut_to = size - len(last)
+                else:
+                    self._needs_newline = True
+        except BaseException:
+            self.close()  # a session that cannot be appended to is not kept locked
+            raise
 
     def append(self, message: Message) -> None:
         """Append one message as one line (see the module invariants)."""
         line = _encode(self.path, message)
+        if self._fd is None and self._history is None:
+            self.load_tail()  # appending without a load: lock an existing file, find its tail
         if self._fd is None:
             self._create()
         fd = self._fd
@@ -248,6 +377,8 @@ class SessionFile:
             raise
         self._size += len(line)
         self._needs_newline = False
+        if self._history is not None:
+            self._history.append(message)
         if self.fsync:
             os.fsync(fd)
 
@@ -257,7 +388,7 @@ class SessionFile:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing releases the flock
 
-    def __enter__(self) -> SessionFile:
+    def __enter__(self) -> JSONLSession:
         return self
 
     def __exit__(
@@ -268,7 +399,21 @@ class SessionFile:
     ) -> None:
         self.close()
 
+    def _locking(self) -> Any:
+        """The ``fcntl`` module, imported here: POSIX only, and an in-memory run never needs it."""
+        try:
+            import fcntl
+        except ImportError:
+            problem = "session files need fcntl locks (POSIX), not available here"
+            raise SessionError(self.path, problem) from None
+        return fcntl
+
     def _lock(self, fd: int) -> None:
+        try:
+            fcntl = self._locking()
+        except SessionError:
+            os.close(fd)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -288,7 +433,8 @@ class SessionFile:
             created.append(missing)
             missing = missing.parent
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._locking()  # no file is created where it could not be locked
+        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock(fd)
         if os.fstat(fd).st_size != 0:
             self.close()
@@ -309,11 +455,54 @@ class SessionFile:
             self._cut_to = self._size  # the part is still there: cut it before the next append
 
 
+def _last_line(fd: int, size: int) -> bytes:
+    """What follows the file's last newline (reads backwards in growing chunks)."""
+    start, chunk, tail = size, 4096, b""
+    while start > 0 and b"\n" not in tail:
+        start = max(0, start - chunk)
+        tail = os.pread(fd, size - start, start)
+        chunk *= 2
+    return tail[tail.rfind(b"\n") + 1 :]
+
+
+def _count_lines(fd: int, size: int) -> int:
+    """The 1-based number of the file's last line (only for an error message: reads it all)."""
+    count, offset = 1, 0
+    while offset < size:
+        chunk = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        offset += len(chunk)
+    return count
+
+
+def _check_first_line(path: PathLike, fd: int) -> None:
+    """Refuse a file whose first non-blank line is not a message (a last line without newline is
+    left to the tail check). Reads only up to the end of that line."""
+    buffer, offset, number = b"", 0, 1
+    while True:
+        chunk = os.pread(fd, 65536, offset)
+        if not chunk:
+            return  # no complete line: the tail check decides
+        offset += len(chunk)
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                try:
+                    _decode(line)
+                except _BAD_DATA as error:
+                    raise SessionError(path, _problem(error), line=number) from None
+                return
+            number += 1
+
+
 def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> None:
     """Append one message to a session file, creating it (and its folders) if needed.
 
     Takes the file's lock for the duration of the append, repairs a torn tail first, and writes
-    the line with one ``write()``. ``run_agent`` keeps one ``SessionFile`` open for its whole run
+    the line with one ``write()``. ``run_agent`` keeps one ``JSONLSession`` open for its whole run
     instead of calling this per message.
 
     Args:
@@ -326,6 +515,9 @@ def append_session(path: PathLike, message: Message, *, fsync: bool = False) -> 
             (nothing is written).
         OSError: the write failed (the file is left with whole lines only).
     """
-    with SessionFile(path, fsync=fsync) as session:
+    with JSONLSession(path, fsync=fsync) as session:
         session.load_tail()
         session.append(message)
+
+
+SessionFile = JSONLSession  # the round-1 name, kept for existing callers

@@ -148,9 +148,7 @@ def _bounds(kind: str) -> Keyword:
     return check
 
 
-def _multiple_of(
-    divisor: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _multiple_of(divisor: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if not _is_number(value) or not _is_number(divisor) or divisor <= 0:
         return None
     if isinstance(divisor, float):  # the same arithmetic as the jsonschema package
@@ -201,9 +199,7 @@ def _required(names: Any, schema: dict[str, Any], value: Any, where: str, root: 
     return f"{where}: missing required propert{plural} {', '.join(missing)}"
 
 
-def _properties(
-    properties: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _properties(properties: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if not isinstance(value, dict) or not isinstance(properties, dict):
         return None
     for key, item in value.items():
@@ -258,9 +254,7 @@ def _additional_properties(
     return None
 
 
-def _property_names(
-    names: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _property_names(names: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if not isinstance(value, dict):
         return None
     for key in value:
@@ -286,9 +280,7 @@ def _dependent_required(
 # --- arrays ---------------------------------------------------------------------------------------
 
 
-def _prefix_items(
-    prefix: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _prefix_items(prefix: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if not isinstance(value, list) or not isinstance(prefix, list):
         return None
     for index, (subschema, item) in enumerate(zip(prefix, value, strict=False)):
@@ -320,9 +312,7 @@ def _items(items: Any, schema: dict[str, Any], value: Any, where: str, root: Any
     return None
 
 
-def _unique_items(
-    unique: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _unique_items(unique: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if unique is not True or not isinstance(value, list):
         return None
     for i, first in enumerate(value):
@@ -332,9 +322,7 @@ def _unique_items(
     return None
 
 
-def _contains(
-    subschema: Any, schema: dict[str, Any], value: Any, where: str, root: Any
-) -> str | None:
+def _contains(subschema: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
     if not isinstance(value, list):
         return None
     count = sum(1 for item in value if _check(subschema, item, where, root) is None)

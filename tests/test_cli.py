@@ -343,7 +343,7 @@ def test_second_sigint_exits_at_once(tmp_path: Path, workspace: Path) -> None:
     # The command ignores SIGTERM, so after the first Ctrl-C the tool waits its kill grace
     # (0.5 s) before SIGKILL; the second Ctrl-C arrives inside that window and exits at once.
     marker = workspace / "pgid.txt"
-    command = "echo $$ > pgid.txt; trap '' TERM; sleep 30"
+    command = "awk '{print $5}' /proc/$$/stat > pgid.txt; trap '' TERM; sleep 30"
     turns = [tool_turn("run_command", {"command": command}), text_turn("never")]
     pgid = None
     with FakeOpenAI(turns) as server:
@@ -641,7 +641,8 @@ def test_sighup_during_a_command_stops_it_and_closes_the_calls(tmp_path: Path, w
     # Found by a new user: closing the terminal left the command running and the call unanswered.
     marker = workspace / "pgid.txt"
     session = tmp_path / "s.jsonl"
-    turns = [tool_turn("run_command", {"command": "echo $$ > pgid.txt; sleep 30"}), text_turn("never")]
+    command = "awk '{print $5}' /proc/$$/stat > pgid.txt; sleep 30"  # the group id ($$: under the reaper)
+    turns = [tool_turn("run_command", {"command": command}), text_turn("never")]
     with FakeOpenAI(turns) as server:
         args = ["run", "--approve", "all", "--session", str(session), *model_args(server, workspace), "go"]
         child = spawn_cli(args, tmp_path)

@@ -185,3 +185,17 @@ def test_ctrl_c_while_the_model_starts_says_aborted(tmp_path: Path) -> None:
     assert child.returncode == 130
     assert "miniagent: aborted" in stderr and "Traceback" not in stderr
     assert json_lines(stdout) == [{"stop_reason": "aborted", "exit_code": 130}]
+
+
+@pytest.mark.parametrize(
+    ("text", "pieces", "shown"),
+    [("ab\ud83d\ude00cd", 2, "ab\U0001f600cd"), ("lone \ud800 half", 1, "lone \ufffd half")],
+)
+def test_surrogates_in_the_answer_never_cost_the_answer(
+    tmp_path: Path, workspace: Path, text: str, pieces: int, shown: str
+) -> None:
+    # A pair split across two deltas is shown joined; a lone half is U+FFFD (before: exit 1).
+    with FakeOpenAI([text_turn(text, pieces=pieces)]) as server:
+        done = run_cli(["run", *model_args(server, workspace), "hi"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown + "\n"

@@ -104,3 +104,11 @@ def test_json_and_piped_output_keep_the_exact_text(tmp_path: Path, workspace: Pa
     assert piped.stdout == HOSTILE.replace("\r", "\n") + "\n"  # text mode reads \r as a newline
     assert json_lines(as_json.stdout)[-2]["content"] == HOSTILE
     assert json.loads(as_json.stdout.splitlines()[-2])["role"] == "assistant"
+
+
+def test_a_surrogate_pair_split_across_deltas_is_shown_joined_on_a_terminal(
+    tmp_path: Path, workspace: Path
+) -> None:
+    with FakeOpenAI([text_turn("ab\ud83d\ude00cd", pieces=2)]) as server:
+        screen = _on_a_terminal(["run", *model_args(server, workspace), "hi"], tmp_path, [], b"cd")
+    assert "ab\U0001f600cd" in screen and "\ufffd" not in screen

@@ -322,3 +322,13 @@ def test_a_request_cut_off_by_a_full_pipe_breaks_the_stream_and_the_next_call_re
         assert not first.transport.alive()
         again = take.execute({"text": "x"}, None)  # a new process: initialize, then stuck again
         assert server._session is not first and "within 0.5 s" in again.content
+
+
+def test_the_servers_own_requests_and_notifications_during_a_call(seen: _Seen) -> None:
+    asking = str(Path(__file__).parent / "mcp" / "asking_server.py")
+    with StdioMCPServer(sys.executable, [asking], name="asking") as server:
+        assert [t.name for t in server.tools()] == ["talk"]
+        answer = server.call_tool("talk")
+        assert answer.content == "ping s1 {}; sampling s2 -32601"  # ping answered, sampling refused
+        assert "[asking] careful" in seen.lines  # notifications/message went to the log
+        assert [t.name for t in server.tools()] == ["talk", "later"]  # list_changed honoured

@@ -1,6 +1,6 @@
 """``miniagent run --mcp-config FILE``: the CLI with real MCP servers (the published
-``mcp-server-time`` and a server written with the ``mcp`` SDK) and a scripted model (a loopback
-OpenAI-compatible server)."""
+``mcp-server-time`` and a small standard-library server whose tool is not read-only) and a
+scripted model (a loopback OpenAI-compatible server)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("mcp_server_time")
 pytestmark = pytest.mark.timeout(90)
 
-SDK_SERVER = str(Path(__file__).parent / "mcp" / "sdk_server.py")
+ASKING_SERVER = str(Path(__file__).parent / "mcp" / "asking_server.py")  # stdlib: starts at once
 
 
 def _config(tmp_path: Path, servers: dict[str, Any], name: str = "servers.json") -> Path:
@@ -33,12 +33,12 @@ def test_what_time_is_it_in_utc_with_a_published_server(tmp_path: Path) -> None:
         tmp_path,
         {
             "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-            "sdk": {"command": sys.executable, "args": [SDK_SERVER]},
+            "talker": {"command": sys.executable, "args": [ASKING_SERVER]},
         },
     )
     turns = [
         tool_turn("get_current_time", {"timezone": "UTC"}, "call_1"),
-        tool_turn("grow", {}, "call_2"),  # not read-only: refused under --approve read-only
+        tool_turn("talk", {}, "call_2"),  # not marked read-only: refused under --approve read-only
         text_turn("It is noon in UTC."),
     ]
     with FakeOpenAI(turns) as server:
@@ -47,11 +47,11 @@ def test_what_time_is_it_in_utc_with_a_published_server(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == "It is noon in UTC.\n"
     offered = {tool["function"]["name"] for tool in server.requests[0]["tools"]}
-    assert {"get_current_time", "convert_time", "add", "grow", "read_file"} <= offered
+    assert {"get_current_time", "convert_time", "talk", "read_file"} <= offered
     time_result = server.requests[1]["messages"][-1]
     assert time_result["role"] == "tool" and '"timezone": "UTC"' in time_result["content"]
     refused = server.requests[2]["messages"][-1]["content"]
-    assert refused.startswith("refused: grow may change files")
+    assert refused.startswith("refused: talk may change files")
 
 
 def test_a_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -78,6 +78,12 @@ def test_listing_a_call_and_an_error_result(url: str) -> None:
         failed = tools["fail"].execute({"message": "no such city"}, None)
         assert failed.is_error and "no such city" in failed.content
         server.ping()
+        # Keep-alive: every request (initialize, notifications, calls) went over one connection.
+        http = server._session.transport.http  # type: ignore[union-attr]
+        manager = http.get_adapter(url).poolmanager
+        pools = [manager.pools[key] for key in manager.pools.keys()]  # noqa: SIM118 (not iterable)
+        assert [pool.num_connections for pool in pools] == [1]
+        assert pools[0].num_requests >= 6
 
 
 def test_cancel_returns_within_200_ms_as_aborted_during_execution(url: str, marker: Path) -> None:

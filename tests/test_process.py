@@ -148,3 +148,85 @@ def test_check_environment() -> None:
     assert check_environment({"A": "1"}) == {"A": "1"}
     with pytest.raises(ValueError):
         check_environment({"A=B": "1"})
+
+
+# --- no descendant survives a contained command (issue 14 kind 7) --------------------------------
+
+
+def _running(token: str) -> list[int]:
+    """Pids of live processes with ``token`` as an argument (zombies excluded)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline.split(b"\0") and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+def _gone(token: str, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while _running(token):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+ESCAPES = {
+    "new group (set -m)": "bash -c 'set -m; sleep {s} & echo started'",
+    "new session (setsid)": "setsid sleep {s} & echo started",
+    "double fork into a new session": "(setsid sh -c 'sleep {s} &' &); echo started",
+}
+
+
+@pytest.mark.parametrize("how", list(ESCAPES))
+@pytest.mark.parametrize("ending", ["exit", "timeout", "cancel"])
+def test_no_descendant_survives_a_contained_command(tmp_path: Path, how: str, ending: str) -> None:
+    seconds = f"{4000 + len(how) + len(ending)}.{os.getpid() % 1000}"
+    command = ESCAPES[how].format(s=seconds)
+    if ending != "exit":
+        command += "; sleep 60"
+    cancel = threading.Event()
+    if ending == "cancel":
+        threading.Timer(0.5, cancel.set).start()
+    timeout = 0.5 if ending == "timeout" else 30
+    outcome = run_process(["/bin/sh", "-c", command], tmp_path, timeout=timeout, cancel=cancel, contain=True)
+    assert outcome.output.complete() == b"started\n"
+    assert outcome.stopped == {"exit": None, "timeout": "timeout", "cancel": "cancelled"}[ending]
+    assert _gone(seconds), f"a descendant survived: {how}, {ending}"
+
+
+def test_the_contained_status_is_the_commands(tmp_path: Path) -> None:
+    def status(command: str) -> int:
+        return run_process(["/bin/sh", "-c", command], tmp_path, timeout=30, contain=True).returncode
+
+    assert status("exit 3") == 3
+    assert status("kill -9 $$") == -signal.SIGKILL
+    assert status("kill -TERM $$") == -signal.SIGTERM
+    missing = run_process([str(tmp_path / "missing")], tmp_path, timeout=30, contain=True)
+    assert missing.returncode == 127 and b"No such file" in (missing.output.complete() or b"")
+
+
+def test_the_emergency_kill_reaches_descendants_that_left_the_group(tmp_path: Path) -> None:
+    seconds = f"{6000 + os.getpid() % 1000}.5"
+    child = start_child(
+        ["/bin/sh", "-c", f"setsid sleep {seconds} & echo started; sleep 60"], tmp_path, contain=True
+    )
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline() == b"started\n"
+        deadline = time.monotonic() + 5
+        while not _running(seconds):  # the background sleep may start just after the echo
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        kill_running_children()  # what the CLI's second Ctrl-C does before os._exit
+        assert _gone(seconds)
+    finally:
+        stop_child(child)
+        child.stdout.close()

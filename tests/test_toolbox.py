@@ -24,6 +24,7 @@ from miniagent.toolbox.process import group_alive
 from miniagent.tools import Tool, check_input
 
 Run = Callable[..., ToolResult]
+ECHO_PGID = "awk '{print $5}' /proc/$$/stat"  # the command's process group id ($$ runs under the reaper)
 
 
 @pytest.fixture
@@ -463,7 +464,7 @@ def test_command_non_utf8_bytes_are_replaced(run: Run) -> None:
 
 def test_command_timeout_kills_a_group_that_ignores_sigterm(ws: Path) -> None:
     started = time.monotonic()
-    outcome = run_shell("trap '' TERM; echo $$; sleep 30", ws, timeout=0.3, kill_grace=0.5)
+    outcome = run_shell(f"trap '' TERM; {ECHO_PGID}; sleep 30", ws, timeout=0.3, kill_grace=0.5)
     elapsed = time.monotonic() - started
     print(f"timeout + grace took {elapsed:.3f} s")
     assert outcome.stopped == "timeout"
@@ -493,7 +494,7 @@ def test_command_cancel_from_another_thread(ws: Path, run: Run) -> None:
 
     thread = threading.Thread(target=canceller)
     thread.start()
-    result = run("run_command", cancel, command="echo $$; touch started; sleep 30")
+    result = run("run_command", cancel, command=f"{ECHO_PGID}; touch started; sleep 30")
     returned_at = time.monotonic()
     thread.join()
     assert marker.exists()
@@ -517,7 +518,7 @@ def test_cancel_already_set_does_not_run_long(ws: Path) -> None:
 
 def test_background_child_does_not_hang_or_survive(run: Run) -> None:
     started = time.monotonic()
-    result = run("run_command", command="echo $$; sleep 30 & echo started")
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 & echo started")
     elapsed = time.monotonic() - started
     print(f"background child command took {elapsed:.3f} s")
     lines = result.content.splitlines()
@@ -527,7 +528,7 @@ def test_background_child_does_not_hang_or_survive(run: Run) -> None:
 
 
 def test_background_child_with_closed_output_is_stopped_too(run: Run) -> None:
-    result = run("run_command", command="echo $$; sleep 30 >/dev/null 2>&1 &")
+    result = run("run_command", command=f"{ECHO_PGID}; sleep 30 >/dev/null 2>&1 &")
     assert not group_alive(int(result.content.splitlines()[0]))
 
 
@@ -710,7 +711,9 @@ def test_parent_environ_read_through_proc_is_redacted(ws: Path) -> None:
         "import sys\n"
         "from miniagent.toolbox import default_tools\n"
         "tool = {t.name: t for t in default_tools(sys.argv[1])}['run_command']\n"
-        "result = tool.execute({'command': \"cat /proc/$PPID/environ | tr '\\\\0' '\\\\n'\"}, None)\n"
+        # The shell's parent is the reaper; its parent is this process, the one running the tool.
+        "command = \"cat /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ | tr '\\\\0' '\\\\n'\"\n"
+        "result = tool.execute({'command': command}, None)\n"
         "sys.stdout.write(result.content)\n"
     )
     env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "MY_SETTING": "visible-value"}
@@ -937,3 +940,18 @@ def test_secret_values_in_files_are_redacted_from_every_tool_result(
     assert "sk-test-SECRET123" not in tools["run_command"].execute({"command": "cat k.env"}, None).content
     monkeypatch.delenv("OPENAI_API_KEY")
     assert "sk-test-SECRET123" in tools["read_file"].execute({"path": "k.env"}, None).content
+
+
+def test_run_command_leaves_no_escaped_descendant(ws: Path, run: Run) -> None:
+    """Issue 14 kind 7: `set -m` puts the child in a new group; it survived the tool before."""
+    token = f"{5000 + os.getpid() % 1000}.25"
+    result = run("run_command", command=f"bash -c 'set -m; sleep {token} &'; setsid sleep {token} & echo ok")
+    assert result.content == "ok\nexit code: 0"
+    deadline = time.monotonic() + 3
+    while any(
+        token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and Path(f"/proc/{pid}/cmdline").exists()
+    ):
+        assert time.monotonic() < deadline, "a descendant of the command survived it"
+        time.sleep(0.02)

@@ -44,7 +44,7 @@ def command_chat(options: Options) -> Outcome:
     Raises:
         UsageProblem: a usage error (before anything started).
     """
-    configure_logging(options.debug)
+    configure_logging(options)
     check_options(options)
     runner = Runner(options, choose_display(json=options.json, chat=True))
     with runner:
@@ -123,6 +123,7 @@ def _conversation(runner: Runner, interactive: bool) -> int:
         if text.lower() == "/help":
             runner.display.status(CHAT_HELP)
             continue
+        runner.start_clock()  # --timeout bounds each answer (the first one with the client start)
         if not started:
             _start(runner)
             started = True

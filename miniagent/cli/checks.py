@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from .._text import undecodable_replaced
 from .defaults import resolve_provider
 from .options import Options
 
@@ -123,4 +124,4 @@ def check_prompt_fits(prompt: str, context_max_chars: int | None) -> None:
 
 def valid_text(text: str) -> str:
     """Replace what was undecodable in argv or stdin (surrogate escapes) with U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return undecodable_replaced(text)

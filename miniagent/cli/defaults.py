@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_SIGINT",
     "EXIT_SIGPIPE",
     "EXIT_SIGTERM",
+    "EXIT_TIMEOUT",
     "EXIT_USAGE",
     "PROVIDERS",
     "default_session_path",
@@ -41,6 +42,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 64  # EX_USAGE from sysexits.h
 EXIT_SIGINT = 128 + signal.SIGINT  # 130
 EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
+EXIT_TIMEOUT = 124  # --timeout: as coreutils timeout(1)
 EXIT_SIGPIPE = 128 + signal.SIGPIPE  # 141: stdout was a pipe that closed (as a Unix tool killed by SIGPIPE)
 
 APPROVALS = ("ask", "read-only", "all")

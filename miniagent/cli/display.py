@@ -4,7 +4,8 @@ Modes:
 
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
-  each run (with ``"error"`` when a runtime error ended it). Notes are not printed.
+  each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
+  and ``"cost_usd"`` when the provider reported usage). Notes are not printed.
 - ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
   with escape sequences neutralised (``--json`` and piped output stay exact).
 - ``PlainDisplay`` (stdout is a pipe or file): ``chat`` prints each committed non-empty assistant
@@ -29,6 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+from .._text import replace_surrogates
 from ..agent import StopReason
 from ..messages import Message, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
@@ -58,6 +60,7 @@ class Display:
         self.out: IO[str] | None = sys.stdout if out is None else out
         self.err = sys.stderr if err is None else err
         self.run_messages: list[Message] = []
+        self.run_usage: Any = None  # the run's ``RunResult.usage`` (a ``Usage``), set by the runner
         self.output_error: BaseException | None = None  # the first failed write to stdout
         if self.out is None:  # the process started with its stdout closed: nothing can be shown
             self.output_error = OSError("standard output is closed")
@@ -67,8 +70,9 @@ class Display:
     # --- around a run ---------------------------------------------------------------------
 
     def begin_run(self) -> None:
-        """A new run starts: forget the previous run's messages."""
+        """A new run starts: forget the previous run's messages and usage."""
         self.run_messages = []
+        self.run_usage = None
 
     def on_event(self, event: ModelEvent) -> None:
         """The loop's ``on_event``: a streamed (tentative) event."""
@@ -87,8 +91,16 @@ class Display:
         if not self._at_line_start:
             self.write_out("\n")
 
-    def error(self, text: str) -> None:
-        """A runtime error ended the run: one line ``miniagent: error: TEXT`` on stderr."""
+    def report_usage(self) -> None:
+        """On a terminal, one short line on stderr with the run's tokens, cached share and cost
+        (when known); nothing when the provider reported no usage or stderr is not a terminal."""
+        line = usage_line(self.run_usage)
+        if line and is_terminal(self.err):
+            self.note(line)
+
+    def error(self, text: str, exit_code: int = 1) -> None:
+        """A runtime error ended the run (the CLI exits ``exit_code``): one line
+        ``miniagent: error: TEXT`` on stderr."""
         self.spinner.hide()
         self.err.write(f"miniagent: error: {one_line(text)}\n")
         self.err.flush()
@@ -133,7 +145,10 @@ class Display:
         self.spinner.hide()
         try:
             assert self.out is not None  # else output_error was set at the start
-            self.out.write(text)
+            try:
+                self.out.write(text)
+            except UnicodeEncodeError:  # a lone surrogate, or a character stdout cannot encode
+                self.out.write(_encodable(text, self.out))
             self.out.flush()
         except (OSError, ValueError) as error:
             self._output_failed(error)
@@ -169,11 +184,16 @@ class JsonDisplay(Display):
         self.write_out(json_text(message_to_json(message)) + "\n")
 
     def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
-        self._result_line({"stop_reason": stop_reason, "exit_code": exit_code})
+        result: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
+        usage = self.run_usage
+        if usage is not None and usage.requests:  # present when the provider reported usage
+            result["usage"] = usage.to_json()
+            result["cost_usd"] = usage.cost_usd
+        self._result_line(result)
 
-    def error(self, text: str) -> None:
-        super().error(text)
-        self._result_line({"stop_reason": None, "exit_code": 1, "error": text})
+    def error(self, text: str, exit_code: int = 1) -> None:
+        super().error(text, exit_code)
+        self._result_line({"stop_reason": None, "exit_code": exit_code, "error": text})
 
     def note(self, text: str) -> None:
         pass
@@ -218,22 +238,34 @@ class _TextDisplay(Display):
             self.note(line)
 
 
+_HIGH_SURROGATES = ("\ud800", "\udbff")
+
+
 class TerminalDisplay(_TextDisplay):
     """stdout is a terminal: the assistant's text is streamed as it arrives, its control
     characters (escape sequences) shown as visible escapes (``neutralise``)."""
 
     _streamed = False
+    _held = ""  # a high surrogate at the end of a delta: its low half may come in the next one
 
     def begin_run(self) -> None:
         super().begin_run()
         self._streamed = False
+        self._held = ""
 
     def on_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextEvent) and event.text:
             self._streamed = True
-            self.write_out(neutralise(event.text))  # a terminal must not run the model's escapes
+            text, self._held = self._held + event.text, ""
+            if _HIGH_SURROGATES[0] <= text[-1] <= _HIGH_SURROGATES[1]:
+                text, self._held = text[:-1], text[-1]
+            # a pair split across deltas is shown joined; a terminal must not run the model's escapes
+            self.write_out(neutralise(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
 
     def _show_answer(self, message: Message) -> None:
+        if self._held:
+            self.write_out(self._held)  # never completed: shown as U+FFFD
+            self._held = ""
         if self._streamed and not self._at_line_start:
             self.write_out("\n")
         self._streamed = False
@@ -252,6 +284,28 @@ class PlainDisplay(_TextDisplay):
             if answer:
                 self.write_out(answer.rstrip("\n") + "\n")
         super().finish_run(stop_reason, exit_code)
+
+
+def _encodable(text: str, stream: IO[str]) -> str:
+    """``text`` with surrogate pairs joined, lone surrogates as U+FFFD and what ``stream``'s
+    encoding lacks as ``?``."""
+    text = replace_surrogates(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "replace").decode(encoding, "replace")
+
+
+def usage_line(usage: Any) -> str:
+    """``miniagent: 1,234 tokens in (80% cached), 56 out, 2 requests, $0.0012`` for a ``Usage``
+    (the cost only when known); ``""`` when there is none or no request reported any."""
+    if usage is None or not usage.requests:
+        return ""
+    text = f"miniagent: {usage.input_tokens:,} tokens in"
+    if usage.input_tokens and usage.cache_read_tokens:
+        text += f" ({100 * usage.cache_read_tokens // usage.input_tokens}% cached)"
+    text += f", {usage.output_tokens:,} out, {usage.requests} request{'' if usage.requests == 1 else 's'}"
+    if usage.cost_usd is not None:
+        text += f", ${usage.cost_usd:.4f}"
+    return text
 
 
 def choose_display(*, json: bool, chat: bool) -> Display:

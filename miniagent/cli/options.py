@@ -105,6 +105,29 @@ class Options:
         bool, typer.Option("--json", help="Write one JSON object per message and a final result line.")
     ] = False
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs on stderr.")] = False
+    timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="Cancel a run that is not done after SECONDS (exit 124); its calls are closed and the "
+            "session stays valid.",
+        ),
+    ] = None
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Log what happens on stderr (-v: requests, tools; -vv: debug).",
+        ),
+    ] = 0
+    log_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--log-file", dir_okay=False, metavar="PATH", help="Append debug logs to PATH."),
+    ] = None
     mcp_config: Annotated[
         Optional[list[Path]],  # noqa: UP045
         typer.Option(

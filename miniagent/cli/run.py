@@ -57,7 +57,7 @@ def command_run(prompt: str, options: Options) -> Outcome:
     Raises:
         UsageProblem: a usage error (before anything started).
     """
-    configure_logging(options.debug)
+    configure_logging(options)
     check_options(options)
     prompt = read_prompt(prompt)
     check_prompt_fits(prompt, options.context_max_chars)
@@ -70,6 +70,7 @@ def command_run(prompt: str, options: Options) -> Outcome:
 def _run_and_report(runner: Runner, prompt: str) -> int:
     if runner.output_lost():  # stdout closed: nobody could read the answer
         return runner.settle(EXIT_ERROR)
+    runner.start_clock()
     try:
         runner.open_session()  # a corrupt or locked session fails before the client starts
         runner.open()
@@ -77,6 +78,7 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
         runner.display.finish_run(stop_reason, code)
         if not runner.output_lost():
             runner.report_stop(stop_reason)
+            runner.display.report_usage()
         return runner.settle(code)
     except KeyboardInterrupt:  # while the client was starting: nothing was sent
         runner.display.finish_run("aborted", EXIT_SIGINT)

@@ -32,7 +32,14 @@ from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
 from .checks import tool_output_chars
-from .defaults import EXIT_ERROR, EXIT_SIGPIPE, default_system_prompt, resolve_approval, resolve_provider
+from .defaults import (
+    EXIT_ERROR,
+    EXIT_SIGPIPE,
+    EXIT_TIMEOUT,
+    default_system_prompt,
+    resolve_approval,
+    resolve_provider,
+)
 from .display import Display
 from .options import Options
 from .signals import SignalCancel
@@ -41,8 +48,9 @@ from .terminal import is_terminal
 if TYPE_CHECKING:
     from ..mcp import MCPServerBase
     from ..model import ModelClient
+    from ..session import SessionStore
 
-__all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "error_text"]
+__all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
 
 CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
 """Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
@@ -50,6 +58,27 @@ CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
+
+
+class TimedOut(Exception):
+    """``--timeout`` ran out before the run started (e.g. while the model was starting)."""
+
+
+class _Timer(threading.Timer):
+    """Sets the run's cancel event when ``--timeout`` runs out; ``fired`` tells it did."""
+
+    def __init__(self, seconds: float, cancel: threading.Event, display: Display, timeout: float) -> None:
+        super().__init__(seconds, self._fire)
+        self.daemon = True
+        self.fired = False
+        self._cancel = cancel
+        self._display = display
+        self._timeout = timeout
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._cancel.set()
+        self._display.note(f"miniagent: --timeout {self._timeout:g}: time is up, cancelling")
 
 
 @dataclass(frozen=True)
@@ -95,6 +124,8 @@ class Runner:
         self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
         self.system = ""
         self.abandoned = False  # a client thread still runs: the process must not wait for it
+        self._deadline: float | None = None  # time.monotonic() when --timeout ends the run
+        self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
 
@@ -110,19 +141,32 @@ class Runner:
 
     # --- start and stop ---------------------------------------------------------------------
 
+    def start_clock(self) -> None:
+        """Start the ``--timeout`` clock: the client start and the next run share it."""
+        if self.options.timeout is not None:
+            self._deadline = time.monotonic() + self.options.timeout
+
+    def _remaining(self) -> float | None:
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
     def open_session(self) -> list[Message]:
-        """Read the session (``--session``) now, so that a corrupt one fails before the client
-        starts; returns its messages (``[]`` without a session).
+        """Open and lock the session (``--session``) now, before the client starts, and keep it
+        open for every run of the command; returns its messages (``[]`` without a session).
+
+        A corrupt or locked session fails here at once; ``chat`` reads the file once and then
+        goes on from memory (``run_agent(session=...)``).
 
         Raises:
-            SessionError: a bad line (the file is left untouched).
+            SessionError: a bad line (the file is left untouched) or another run holds the lock.
             OSError: the file cannot be read.
         """
-        from ..session import load_session
+        from ..session import JSONLSession
 
         if self.options.session is None:
             return []
-        return load_session(self.options.session)
+        if self.store is None:
+            self.store = JSONLSession(self.options.session)
+        return self.store.load()
 
     def open(self) -> None:
         """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
@@ -138,9 +182,13 @@ class Runner:
         if provider == "local":
             self.display.progress("starting the local model")
         try:
-            self.client = self._in_thread(lambda: self._create_client(provider), name="miniagent-start")
+            self.client = self._in_thread(
+                lambda: self._create_client(provider), name="miniagent-start", wait=self._remaining()
+            )
         finally:
             self.display.idle()
+        if self.client is None:  # --timeout while it was starting (the thread is abandoned)
+            raise TimedOut(f"--timeout {self.options.timeout:g}: the model did not start in time")
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
@@ -211,6 +259,9 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        store, self.store = self.store, None
+        if store is not None:
+            store.close()  # releases the session's lock
         servers, self.mcp_servers = self.mcp_servers, []
         for server in servers:  # closes stdin, then stops the process group
             with contextlib.suppress(KeyboardInterrupt):
@@ -264,6 +315,7 @@ class Runner:
         cancel = threading.Event()
         self.display.begin_run()
         self.display.on_output_error = cancel.set  # nobody reads the answer: close the run
+        timer = self._timer(cancel)
         with SignalCancel(
             cancel, on_cancel=self.display.cancelling, stop_commands=self._stop_commands
         ) as signals:
@@ -275,11 +327,24 @@ class Runner:
                 stop_reason = "aborted"
             finally:
                 self._signals = None
+                if timer is not None:
+                    timer.cancel()
                 self.display.idle()
         code = exit_code_for_stop_reason(stop_reason)
-        if stop_reason == "aborted" or signals.signum is not None:
+        if stop_reason == "aborted" and timer is not None and timer.fired and signals.signum is None:
+            code = EXIT_TIMEOUT
+        elif stop_reason == "aborted" or signals.signum is not None:
             code = signals.exit_code(code)
         return stop_reason, code
+
+    def _timer(self, cancel: threading.Event) -> _Timer | None:
+        """A started timer that sets ``cancel`` when the ``--timeout`` clock runs out."""
+        remaining = self._remaining()
+        if remaining is None:
+            return None
+        timer = _Timer(remaining, cancel, self.display, self.options.timeout or 0.0)
+        timer.start()
+        return timer
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
         """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
@@ -300,11 +365,12 @@ class Runner:
             max_turns=self.options.max_turns,
             cancel=cancel,
             before_tool_call=self._before_tool_call,
-            session_path=self.options.session,
+            session=self.store,
             context_max_chars=self.options.context_max_chars,
             on_event=on_event,
             on_message=self.display.on_message,
         )
+        self.display.run_usage = getattr(result, "usage", None)
         if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
             limit = self.options.max_output_tokens
             raise ProviderError(
@@ -363,8 +429,12 @@ class Runner:
         return EXIT_ERROR
 
     def fail(self, error: BaseException) -> int:
-        """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1."""
+        """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1
+        (124 for ``TimedOut``)."""
         self.display.idle()
+        if isinstance(error, TimedOut):
+            self.display.error(str(error), EXIT_TIMEOUT)
+            return EXIT_TIMEOUT
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
         self.display.error(error_text(error) + self._recovery_hint(error))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import SessionError
 from ..messages import Message
-from ..session import SessionFile
+from ..session import JSONLSession
 
 __all__ = ["pop_last_exchange"]
 
@@ -31,7 +31,7 @@ def pop_last_exchange(path: Path) -> list[Message]:
     """
     if not path.is_file():
         raise SessionError(path, "no such session file")
-    with SessionFile(path) as store:
+    with JSONLSession(path) as store:
         messages = store.load()  # takes the lock; a bad line raises, nothing is changed
         last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         if last_user is None:

@@ -13,6 +13,9 @@
   shuts the socket down when the cancel event is set (also while waiting for the response
   headers), and the socket's read timeout is the time left until the deadline (checked again
   after every chunk, so keep-alive comments cannot extend it).
+- Keep-alive: once the response was found, the rest of the body (the end of the event stream)
+  is read for at most 0.2 s (the providers' ``_release``) and the connection goes back to the
+  pool for the next request; after a cancel, a timeout or an error it is closed.
 - Header values (``Authorization``...) never appear in errors or logs.
 """
 
@@ -91,7 +94,10 @@ class HTTPTransport:
                 watcher.attach(response_socket(response))
             if message.get("method") == "initialize":
                 self.session_id = response.headers.get("mcp-session-id") or None
-            return self._answer(message, response, handler, cancel, deadline)
+            answer = self._answer(message, response, handler, cancel, deadline)
+            if watcher is None or watcher.stop():  # the socket is intact: keep the connection
+                provider_http._release(response)
+            return answer
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -104,6 +110,7 @@ class HTTPTransport:
             return
         try:
             response = self._post(encode(message), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            provider_http._release(response)
             response.close()
             if response.status >= 300:
                 logger.debug("[%s] %s answered HTTP %s", self.name, message.get("method"), response.status)
@@ -271,7 +278,9 @@ class HTTPTransport:
 
     def _reply(self, reply: Message) -> None:
         try:
-            self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None).close()
+            response = self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            provider_http._release(response)
+            response.close()
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] reply not sent: %s", self.name, exc)
 

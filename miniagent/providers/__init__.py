@@ -37,6 +37,7 @@ from ..errors import ProviderError
 from ..model import ModelClient
 from ._config import HTTPSettings
 from ._retry import RetryPolicy
+from ._urls import check_base_url
 from .anthropic import AnthropicClient
 from .openai import OpenAIChatClient
 
@@ -48,6 +49,7 @@ __all__ = [
     "PROVIDERS",
     "ProviderError",
     "RetryPolicy",
+    "check_base_url",
     "create_client",
 ]
 
@@ -83,7 +85,9 @@ def create_client(
         An object with ``stream(request)`` (and ``close()``).
 
     Raises:
-        ValueError: unknown provider name, or ``base_url``/``api_key`` given for ``local``.
+        ValueError: unknown provider name, ``base_url``/``api_key`` given for ``local``, or a
+            ``base_url`` (or proxy URL from the environment) that cannot be used
+            (``check_base_url``); nothing is sent or retried.
         TypeError: an option that is neither a setting nor a request option.
         ProviderError: no API key for a remote server.
         ImportError: ``local`` without its extra installed.

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 from ..model import ModelEvent, ModelRequest
 from ._config import HTTPSettings, base_headers, resolve_api_key
 from ._http import Transport
+from ._urls import check_base_url, check_proxy_for
 from .sse import SSEEvent
 
 __all__ = ["HTTPClient", "StreamMapper"]
@@ -48,12 +49,20 @@ class HTTPClient:
         settings: HTTPSettings | None,
         temperature: float | None,
     ) -> None:
-        """Resolve the key (``ProviderError`` when a non-local server has none), build the
+        """Check ``base_url`` and the environment's proxy for it, resolve the key, build the
         headers and the transport from ``settings`` (default ``HTTPSettings()``); no connection
-        is made."""
+        is made.
+
+        Raises:
+            ValueError: ``base_url`` (or the proxy URL the environment gives for it) cannot be
+                used: no ``http://``/``https://``, user info, backslash, percent-encoded host,
+                query, bad port (see ``_urls.check_base_url``). Nothing is retried.
+            ProviderError: no API key for a non-local server.
+        """
         settings = settings if settings is not None else HTTPSettings()
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
+        check_proxy_for(self.base_url)
         self.settings = settings
         self.temperature = temperature
         self.extra_body = dict(settings.extra_body)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import ProviderError
 from ._retry import RetryPolicy
+from ._urls import connection_host
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -69,29 +68,25 @@ class HTTPSettings:
 
 
 def is_local_url(url: str) -> bool:
-    """Whether ``url`` points at this machine, judged as the OS would connect, without DNS.
+    """Whether ``url`` points at this machine, judged on the host the connection will use.
 
+    The host is found as the request finds it (``_urls.connection_host``: ``requests``' URL
+    preparation, then urllib3's parser), so ``http://%31%32%37.0.0.1`` counts as ``127.0.0.1``.
     Local: the names ``localhost`` and ``*.localhost`` (a trailing dot allowed); an IPv4 address
     in any form ``inet_aton`` accepts (``127.1``, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``)
     in 127.0.0.0/8 or ``0.0.0.0``; an IPv6 address that is loopback (``[::1]``), unspecified
     (``[::]``) or IPv4-mapped onto one of those IPv4 addresses (``[::ffff:127.0.0.1]``).
     Connecting to the unspecified address (``0.0.0.0``, ``::``) reaches the local host. Other
     names are not resolved, so a name that happens to resolve to a loopback address, and this
-    machine's own non-loopback addresses, do not count as local.
+    machine's own non-loopback addresses, do not count as local. A URL that cannot be parsed is
+    not local.
     """
-    try:
-        host = urlsplit(url.strip()).hostname or ""
-    except ValueError:  # e.g. an unbalanced "[" in the netloc
-        return False
-    return _is_local_host(host)
+    host = connection_host(url)
+    return host is not None and _is_local_host(host)
 
 
 def _is_local_host(host: str) -> bool:
-    # requests encodes a non-ASCII name with IDNA (UTS 46), which maps e.g. fullwidth letters
-    # and digits to ASCII: NFKC and the IDNA dots approximate that.
-    host = unicodedata.normalize("NFKC", host).lower()
-    for dot in ("\u3002", "\uff0e", "\uff61"):
-        host = host.replace(dot, ".")
+    """``host`` as ``connection_host`` gives it (lowercase, ASCII, IPv6 without brackets)."""
     if host.endswith(".") and not host.endswith(".."):
         host = host[:-1]
     if host == "localhost" or host.endswith(".localhost"):

@@ -46,6 +46,7 @@ from urllib3.exceptions import (
     NameResolutionError,
     NewConnectionError,
     ProtocolError,
+    ProxyError,
     ReadTimeoutError,
 )
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
@@ -53,6 +54,7 @@ from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
 from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util import Timeout
 
+from .._log import Logger
 from .._text import utf8
 from ..errors import ProviderError
 from ..model import ModelEvent
@@ -60,6 +62,7 @@ from ._config import HTTPSettings
 from ._errors import error_details, redact, truncate
 from ._retry import retry_after_seconds
 from ._urllib3 import OpenFailed, new_session, open_response, response_socket
+from ._urls import display_url
 from ._watcher import SocketWatcher
 from .sse import SSEDecoder, SSEEvent
 
@@ -80,6 +83,7 @@ DRAIN_TIMEOUT = 0.2
 DRAIN_LIMIT = 16384
 """Most bytes read after the end marker of a finished stream; more: the connection is closed."""
 
+_log = Logger("miniagent.providers")  # HTTP statuses and retries
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
 
 _READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
@@ -194,6 +198,7 @@ class Transport:
                     raise
                 retry_after = err.retry_after if isinstance(err, StatusError) else None
                 delay = self.settings.retry.delay(attempt, retry_after)
+                _log.warning("%s: retry %d in %.1f s: %s", self.provider, attempt + 1, delay, err)
             attempt += 1
             if self.settings.retry.wait(cancel, delay):
                 return
@@ -220,6 +225,7 @@ class Transport:
             response = self._post(url, headers, payload, cancel, watcher)
             if watcher is not None:
                 watcher.attach(response_socket(response))
+            _log.debug("%s: HTTP %d from %s", self.provider, response.status, _host_port(url))
             if not 200 <= response.status < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
@@ -251,14 +257,20 @@ class Transport:
                 if not fresh_retry and failed.reused and _is_stale(failed.cause):
                     fresh_retry = True  # the server closed the idle connection: not a failure
                     continue
-                raise ProviderError(self._connection_error(url, failed.cause), retryable=True) from None
+                if isinstance(failed.cause, ValueError):  # URL or proxy URL that cannot be parsed
+                    text = f"{self.provider}: the request URL cannot be used ({type(failed.cause).__name__})"
+                    raise ProviderError(text, kind="invalid_url") from None
+                text = self._connection_error(url, failed.cause, failed.via_proxy)
+                raise ProviderError(text, retryable=True) from None
 
-    def _connection_error(self, url: str, exc: BaseException) -> str:
+    def _connection_error(self, url: str, exc: BaseException, via_proxy: bool = False) -> str:
         """One line naming ``host:port`` and the root cause of a failed request (redacted)."""
         where = _host_port(url)
         chain = _exception_chain(exc)
         cause = _root_cause(chain, self.settings.connect_timeout, self.settings.read_timeout)
-        if any(isinstance(e, _CONNECT_PHASE) for e in chain):
+        if via_proxy and any(isinstance(e, (ProxyError, *_CONNECT_PHASE)) for e in chain):
+            text = f"{self.provider}: cannot connect through the proxy to {where} ({cause})"
+        elif any(isinstance(e, _CONNECT_PHASE) for e in chain):
             text = f"{self.provider}: cannot connect to {where} ({cause})"
         elif any(isinstance(e, _READ_TIMEOUTS) for e in chain):
             text = f"{self.provider}: no answer from {where} ({cause})"
@@ -277,6 +289,8 @@ class Transport:
 
     def _status_error(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> StatusError:
         status = response.status
+        if 300 <= status < 400:
+            return self._redirect_error(response)
         message, kind = error_details(self._read_limited(response, cancel), self.secrets)
         message = redact(message, self.secrets)
         label = f" ({kind})" if kind else ""
@@ -286,6 +300,22 @@ class Transport:
             retryable=self.settings.retry.status_is_retryable(status, response.headers),
             kind=kind,
             retry_after=retry_after_seconds(response.headers),
+        )
+
+    def _redirect_error(self, response: BaseHTTPResponse) -> StatusError:
+        """A 3xx answer: never followed (the request carries the key), so say where it pointed."""
+        location = response.headers.get("location")
+        where = f" to {display_url(location)}" if location else ""
+        text = (
+            f"{self.provider} HTTP {response.status}: the server redirects{where}; redirects are not "
+            "followed (the request carries the API key): set base_url to the final address"
+        )
+        return StatusError(
+            truncate(redact(text, self.secrets), 400),
+            status=response.status,
+            retryable=False,
+            kind="redirect",
+            retry_after=None,
         )
 
     def _check_content_type(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> None:
@@ -331,7 +361,11 @@ class Transport:
                     "(stream_timeout)",
                     kind="stream_timeout",
                 )
-            yield from decoder.feed(chunk)
+            try:
+                events = decoder.feed(chunk)
+            except ProviderError as err:  # a line or event past the reader's cap
+                raise ProviderError(f"{self.provider}: {err}", kind=err.kind) from None
+            yield from events
         if cancel is not None and cancel.is_set():
             raise _Cancelled
         yield from decoder.close()

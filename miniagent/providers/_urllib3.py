@@ -67,13 +67,15 @@ class OpenFailed(Exception):
             ``__cause__``).
         reused: whether it was sent on a pooled connection that had served a request before
             (the server may have closed it while idle: sending again on a new one is safe).
+        via_proxy: whether the connection went to a proxy from the environment.
     """
 
-    def __init__(self, cause: BaseException, reused: bool) -> None:
-        """Keep ``cause`` and ``reused``."""
+    def __init__(self, cause: BaseException, reused: bool, via_proxy: bool = False) -> None:
+        """Keep ``cause``, ``reused`` and ``via_proxy``."""
         super().__init__(cause)
         self.cause = cause
         self.reused = reused
+        self.via_proxy = via_proxy
 
 
 def _report(conn: Any, sock: socket.socket | None) -> None:
@@ -275,7 +277,7 @@ def _request_on_pool(
         conn.close()
         pool._put_conn(None)  # keep the pool's size: the slot becomes a fresh connection later
         if isinstance(exc, _OPEN_ERRORS):
-            raise OpenFailed(exc, reused) from exc
+            raise OpenFailed(exc, reused, via_proxy=pool.proxy is not None) from exc
         raise
     return response
 

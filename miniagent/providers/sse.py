@@ -13,6 +13,11 @@ Follows the WHATWG HTML "event stream interpretation" rules
 - a blank line dispatches the event; an event whose data buffer is empty is not dispatched;
 - a leading UTF-8 byte order mark is dropped; invalid UTF-8 is replaced by U+FFFD.
 
+Bounded memory: one line may hold at most ``max_size`` bytes, and the data of one event at most
+``max_size`` characters (default ``MAX_EVENT_BYTES``, 64 MiB); a larger one (e.g. a line that
+never ends) raises ``ProviderError`` (kind ``"sse_too_large"``) as soon as the limit is passed,
+so the decoder never holds much more than the limit.
+
 One deliberate extension (the issue asks for it): at the end of the stream a last line without a
 line terminator is still interpreted, and a pending event without its closing blank line is
 dispatched, so a server that omits the final blank line loses nothing.
@@ -29,7 +34,12 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-__all__ = ["SSEEvent", "SSEDecoder", "iter_sse_events"]
+from ..errors import ProviderError
+
+__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "iter_sse_events"]
+
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""Default cap (bytes) of one SSE line and of the data of one event."""
 
 
 class SSEEvent(NamedTuple):
@@ -69,17 +79,28 @@ class SSEDecoder:
 
     __slots__ = (
         "_data",
+        "_data_size",
         "_event",
         "_last_id",
+        "_max_size",
         "_pending",
+        "_pending_size",
         "_retry",
         "_skip_lf",
         "_started",
     )
 
-    def __init__(self) -> None:
-        """Create a decoder in its initial state (no buffered bytes, no pending event)."""
+    def __init__(self, max_size: int = MAX_EVENT_BYTES) -> None:
+        """Create a decoder in its initial state (no buffered bytes, no pending event).
+
+        Args:
+            max_size: most bytes of one line, and of the data of one event (``feed`` raises
+                ``ProviderError`` beyond it).
+        """
+        self._max_size = max_size
         self._pending: list[bytes] = []  # bytes of an unterminated line, in order
+        self._pending_size = 0
+        self._data_size = 0  # characters in _data (slow path only; the fast path holds none)
         self._skip_lf = False  # the last chunk ended with "\r": drop a "\n" that starts the next
         self._started = False  # a leading BOM has been checked for
         self._data: list[str] = []
@@ -93,6 +114,10 @@ class SSEDecoder:
         Returns:
             The events dispatched by the complete lines now available, in stream order (often
             empty). Bytes after the last line terminator are kept for the next call.
+
+        Raises:
+            ProviderError: a line, or the data of one event, longer than ``max_size`` bytes
+                (kind ``"sse_too_large"``, not retryable).
         """
         if self._skip_lf:
             self._skip_lf = False
@@ -108,20 +133,41 @@ class SSEDecoder:
             cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if cut < 0:
             if chunk:
-                self._pending.append(chunk)
+                self._keep(chunk)
             return []
         if self._pending:
             self._pending.append(chunk[: cut + 1])
             head = b"".join(self._pending)
             self._pending = []
+            self._pending_size = 0
         else:
             head = chunk[: cut + 1]
         rest = chunk[cut + 1 :]
         if rest:
-            self._pending.append(rest)
+            self._keep(rest)
         elif head[-1:] == b"\r":
             self._skip_lf = True
-        return self._lines(head.decode("utf-8", "replace"))
+        events = self._lines(head.decode("utf-8", "replace"))
+        if self._data_size > self._max_size:
+            self._too_large("the data of one event")
+        return events
+
+    def _keep(self, piece: bytes) -> None:
+        """Hold ``piece`` of a line whose terminator has not arrived; refuse past the cap."""
+        self._pending.append(piece)
+        self._pending_size += len(piece)
+        if self._pending_size > self._max_size:
+            self._too_large("one line")
+
+    def _too_large(self, what: str) -> None:
+        self._pending = []
+        self._pending_size = 0
+        self._data = []
+        self._data_size = 0
+        raise ProviderError(
+            f"the event stream sent {what} longer than {self._max_size} bytes (limit of the SSE reader)",
+            kind="sse_too_large",
+        )
 
     def close(self) -> list[SSEEvent]:
         """Signal the end of the stream and return what it completes.
@@ -137,6 +183,7 @@ class SSEDecoder:
         if self._pending:
             tail = b"".join(self._pending)
             self._pending = []
+            self._pending_size = 0
             events = self._lines(tail.decode("utf-8", "replace") + "\n")
         if self._data:
             events.append(self._dispatch())
@@ -199,7 +246,9 @@ class SSEDecoder:
             else:
                 self._event = ""
         elif line.startswith("data:"):
-            self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            value = line[6:] if line.startswith("data: ") else line[5:]
+            self._data.append(value)
+            self._data_size += len(value) + 1
         elif line[0] != ":":
             self._field(line)
 
@@ -212,6 +261,7 @@ class SSEDecoder:
             self._event = value
         elif name == "data":  # "data" without a colon: an empty data line
             self._data.append(value)
+            self._data_size += len(value) + 1
         elif name == "id":
             if "\0" not in value:
                 self._last_id = value
@@ -229,6 +279,7 @@ class SSEDecoder:
             self._retry,
         )
         self._data = []
+        self._data_size = 0
         self._event = ""
         self._retry = None
         return event

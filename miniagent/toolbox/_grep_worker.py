@@ -9,7 +9,9 @@ on ``sys.path``): it imports only the standard library, never the ``miniagent`` 
 its start-up short. Confinement is decided by the parent: it resolves the path inside the
 workspace first and passes the resolved root and top; this worker applies the same walking rules
 as before (no symlinked folders followed, symlinked files searched only when they resolve inside
-the root, ``.git`` skipped).
+the root, ``.git`` skipped), and opens every file from the root one component at a time with
+``O_NOFOLLOW`` (``open_confined``), so a folder swapped for a symlink during the search cannot lead
+it outside.
 
 stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir``, ``pattern``,
 ``glob_name`` and ``glob_path`` (regular expressions compiled from the glob by ``globs.py``, each
@@ -41,6 +43,10 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_READ = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NOCTTY", 0)
 _MARKS = (  # byte order marks, longest first (as ``textfiles``; not imported: start-up time)
     (codecs.BOM_UTF32_LE, "utf-32-le"),
     (codecs.BOM_UTF32_BE, "utf-32-be"),
@@ -158,14 +164,32 @@ class Search:
             return None
         return data.decode("utf-8", errors="replace")
 
-    def read(self, path: str) -> bytes | None:
-        """The bytes of a regular file (followed if a symlink), or ``None`` with a skip noted.
+    def open_confined(self, real: str) -> int:
+        """Open the file at ``real`` (a path inside the root without symlinks) from the root, one
+        component at a time with ``O_NOFOLLOW``: a folder swapped for a symlink after the walk
+        saw it makes the open fail (``OSError``) instead of leading outside the workspace."""
+        parts = real[len(self.prefix) :].split(os.sep) if real.startswith(self.prefix) else []
+        if not parts or "" in parts:
+            raise OSError(errno.ENOENT, "not a file inside the workspace")
+        folder_flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+        fd = os.open(self.root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, folder_flags, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            return os.open(parts[-1], _READ, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def read(self, real: str) -> bytes | None:
+        """The bytes of the regular file at ``real`` (``open_confined``), or ``None`` with a skip
+        noted.
 
         Opened without blocking (a FIFO swapped in after the walk saw a file cannot hang the
         search) and checked on the open descriptor; at most ``max_file_bytes`` are read."""
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
         try:
-            fd = os.open(path, flags)
+            fd = self.open_confined(real)
         except OSError:
             self.skip("unreadable files")
             return None
@@ -186,21 +210,22 @@ class Search:
         finally:
             os.close(fd)
 
-    def search_file(self, path: str) -> None:
-        """Search one file (followed if a symlink), writing its matching lines. A file whose
-        search runs out of memory (``max_memory_bytes``) is skipped and counted."""
+    def search_file(self, path: str, real: str | None = None) -> None:
+        """Search one file, shown as ``path`` and read at ``real`` (its resolved target when it
+        is a symlink), writing its matching lines. A file whose search runs out of memory
+        (``max_memory_bytes``) is skipped and counted."""
         found = False
         try:
-            found = self.search_text(path)
+            found = self.search_text(path, real or path)
         except MemoryError:
             self.skip(f"files the search ran out of memory on (limit {self.memory_mb} MB)")
         finally:
             if found:
                 self.out.flush()
 
-    def search_text(self, path: str) -> bool:
+    def search_text(self, path: str, real: str) -> bool:
         """Search the lines of one file, one at a time; return whether a match was written."""
-        data = self.read(path)
+        data = self.read(real)
         if data is None:
             return False
         text = self.decode(data)
@@ -224,6 +249,7 @@ class Search:
 
     def search_entry(self, path: str) -> None:
         """Search a directory entry found while walking (never followed if a folder symlink)."""
+        real = path
         if os.path.islink(path):
             try:
                 target = os.path.realpath(path)
@@ -242,8 +268,9 @@ class Search:
             if not os.path.isfile(target):
                 self.skip("symlinks to folders (not followed)")
                 return
+            real = target
         if self.wanted(path):
-            self.search_file(path)
+            self.search_file(path, real)
 
     def walk(self, top: str) -> None:
         """Search every file under ``top`` in sorted order, until ``max_matches`` matches."""

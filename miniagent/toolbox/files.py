@@ -16,7 +16,7 @@ from typing import Any
 from .._text import cap, utf8
 from ..tools import Tool, ToolResult
 from .environment import current_redactor
-from .fileio import SpecialFileError, open_for_reading, write_bytes
+from .fileio import SpecialFileError, open_folder, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
 from .reading import read_shown
 from .textfiles import EncodingProblem, decode_file, encode_edit, normalise_edit
@@ -79,7 +79,7 @@ def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, byt
         return found
     resolved, shown = found
     try:
-        handle, _size = open_for_reading(resolved)
+        handle, _size = open_for_reading(workspace.root, resolved)
         with handle:
             return resolved, shown, handle.read()
     except SpecialFileError as error:
@@ -103,7 +103,7 @@ def _read_file(workspace: Workspace, max_chars: int, arguments: dict[str, Any]) 
         return found
     resolved, shown = found
     try:
-        handle, size = open_for_reading(resolved)
+        handle, size = open_for_reading(workspace.root, resolved)
         with handle:
             first = None if offset is None else int(offset)
             count = None if limit is None else int(limit)
@@ -171,14 +171,10 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     shown = workspace.display(resolved)
     if resolved.is_dir():
         return _error(f"{shown} is a folder; give a file path")
-    existed = resolved.exists()
     data = utf8(content)  # lone surrogates become U+FFFD
     try:
-        resolved.parent.mkdir(parents=True, exist_ok=True)
-        # mkdir may have raced with a symlink swap: check the parent again before writing.
-        if not workspace.contains(resolved.parent.resolve()):
-            return _error(f"refused: the folder of {path!r} resolves outside the workspace")
-        write_bytes(resolved, data)
+        # Folders made and the file replaced from the root down, never through a symlink.
+        existed = write_bytes(workspace.root, resolved, data, make_folders=True)
     except OSError as error:
         return _os_error("write", shown, error)
     verb = "overwrote" if existed else "created"
@@ -188,7 +184,9 @@ def _write_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
 def write_file_tool(workspace: Workspace) -> Tool:
     """Return the ``write_file`` tool (changes files).
 
-    Input: ``path``, ``content``. Creates missing folders; replaces an existing file.
+    Input: ``path``, ``content``. Creates missing folders; replaces an existing file (a new file
+    renamed over it: ``fileio``); a file with more than one hard link, or that is not a regular
+    file, is refused.
     Result: ``created PATH (N characters, M bytes)`` or ``overwrote ...``.
     """
 
@@ -279,7 +277,7 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     except EncodingProblem as problem:
         return _error(f"cannot edit {shown}: {problem}")
     try:
-        write_bytes(resolved, encoded)
+        write_bytes(workspace.root, resolved, encoded)
     except OSError as error:
         return _os_error("write", shown, error)
     line = text.count("\n", 0, index) + 1
@@ -364,14 +362,22 @@ class _Listing:
         self.problems: list[str] = []
         self.stopped = False
 
-    def _entries(self, folder: Path) -> list[os.DirEntry[str]]:
-        """The entries of ``folder`` sorted by name; ``[]`` with a problem noted when unreadable."""
+    def _entries(self, folder: Path) -> tuple[int, list[os.DirEntry[str]]] | None:
+        """The entries of ``folder`` sorted by name, listed through a descriptor opened from the
+        root without following symlinks (``fileio.open_folder``); ``None`` with a problem noted
+        when it cannot be listed. The caller closes the descriptor."""
         try:
-            with os.scandir(folder) as scan:
-                return sorted(scan, key=lambda e: e.name)
+            fd = open_folder(self.workspace.root, folder)
         except OSError as error:
             self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
-            return []
+            return None
+        try:
+            with os.scandir(fd) as scan:
+                return fd, sorted(scan, key=lambda e: e.name)
+        except OSError as error:
+            os.close(fd)
+            self.problems.append(f"cannot list {self.workspace.display(folder)}: {error.strerror}")
+            return None
 
     def _must_stop(self) -> bool:
         cancelled = self.cancel is not None and self.cancel.is_set()
@@ -380,7 +386,12 @@ class _Listing:
 
     def walk(self, folder: Path, level: int = 1) -> None:
         """List ``folder`` (at ``level``), descending into subfolders up to ``depth``."""
-        for entry in self._entries(folder):
+        listed = self._entries(folder)
+        if listed is None:
+            return
+        fd, entries = listed
+        os.close(fd)  # the entries were read; each subfolder is opened from the root again
+        for entry in entries:
             if self._must_stop():
                 return
             path = folder / entry.name

@@ -6,9 +6,10 @@ symlink followed) and then compared component-wise with the resolved workspace r
 elsewhere, a sibling such as ``/ws_evil`` for the root ``/ws``, and a symlink inside the root that
 leads out are all refused, while an absolute path inside the root is accepted.
 
-Limits: the check and the later open are two steps; a process that swaps a path component for a
-symlink in between is not defended against (writes open with ``O_NOFOLLOW`` on the last component,
-which closes the common case).
+The check and the later open are two steps; ``fileio`` closes the gap for ``read_file``,
+``write_file`` and ``edit_file``: it reaches the resolved path from the root one component at a
+time with ``O_NOFOLLOW`` (``dir_fd``), so a component swapped for a symlink in between makes the
+open fail instead of leading outside.
 """
 
 from __future__ import annotations

@@ -34,8 +34,14 @@ Invariants:
   Stopping the group also ends background children (``sleep 30 &``) that would otherwise keep the
   pipe open.
 
-Limits: a process that left the group on purpose (``setsid``) is out of reach; reading stops once
-the group is gone.
+- With ``contain`` (``run_command`` uses it), the program runs under the reaper (``_reaper.py``),
+  a child subreaper: every descendant, also one that left the group or the session (``set -m``,
+  ``setsid``, a daemon), is stopped when the program ends, is cancelled or times out.
+
+Limits: without ``contain``, a process that left the group on purpose is out of reach; reading
+stops once the group is gone. The emergency ``kill_running_children`` has no time for the
+reaper's clean-up: it SIGKILLs what one look at ``/proc`` finds under each child, then the group
+(a process forked during that look can escape). The reaper needs Linux (``prctl``, ``/proc``).
 """
 
 from __future__ import annotations
@@ -46,11 +52,13 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from .output import OutputBuffer
@@ -61,6 +69,7 @@ __all__ = [
     "ToolTimeout",
     "ProcessOutcome",
     "check_environment",
+    "contained",
     "start_child",
     "stop_child",
     "kill_child",
@@ -76,7 +85,10 @@ KILL_GRACE_SECONDS = 0.5
 """Default seconds between SIGTERM and SIGKILL when a group is stopped."""
 REAP_SECONDS = 2.0
 """How long to wait for SIGKILLed members to die."""
+REAPER_MARGIN_SECONDS = 1.0
+"""Extra seconds a contained child's reaper gets, past the grace, to stop every descendant."""
 _POLL_SECONDS = 0.02
+_REAPER = Path(__file__).with_name("_reaper.py")
 _RUNNING: set[int] = set()  # process groups of children running now
 
 
@@ -159,14 +171,22 @@ def kill_running_children() -> None:
     """SIGKILL the process group of every registered child (commands, grep, MCP servers).
 
     For a process that must exit at once (e.g. the CLI's second Ctrl-C, which skips the normal
-    stop): without it, those groups would outlive the process. Safe in a signal handler (no locks).
+    stop): without it, those groups would outlive the process. Every descendant of a group's
+    leader (found in ``/proc``) is killed too, also one that left the group: a contained child's
+    reaper keeps those in its tree. Safe in a signal handler (no locks).
     """
     for _ in range(3):  # another thread may change the set while it is copied
         try:
             groups = tuple(_RUNNING)
         except RuntimeError:
             continue
+        stats = _proc_stats() if groups else None
         for pgid in groups:
+            # Descendants that left the group first (a contained child's reaper keeps them in
+            # its tree), then the group: once the reaper is gone they would be out of reach.
+            for pid in _descendants(pgid, stats or []):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             signal_group(pgid, signal.SIGKILL)
         return
 
@@ -197,6 +217,21 @@ def _proc_stats() -> list[bytes] | None:
             except OSError:
                 continue
     return stats
+
+
+def _descendants(root: int, stats: list[bytes]) -> list[int]:
+    """Pids under ``root`` in the ``ppid`` tree of ``stats`` (``/proc/PID/stat`` lines)."""
+    children: dict[int, list[int]] = {}
+    for stat in stats:
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(stat.split(b" ", 1)[0]))
+    found, queue = [], list(children.get(root, ()))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
 
 
 def group_alive(pgid: int) -> bool:
@@ -243,6 +278,16 @@ def check_environment(env: Mapping[str, str]) -> dict[str, str]:
     return copy
 
 
+def contained(argv: Sequence[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
+    """``argv`` run through the reaper (``_reaper.py``): a child subreaper that, when the program
+    ends or is stopped, stops every descendant -- also those that left the process group or the
+    session (``set -m``, ``setsid``, daemons) -- SIGTERM, then SIGKILL after ``grace`` seconds.
+    Unchanged when there is no interpreter path to run the reaper with."""
+    if not sys.executable:
+        return list(argv)
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", "--", *argv]
+
+
 def start_child(
     argv: Sequence[str],
     cwd: str | os.PathLike[str] | None = None,
@@ -251,6 +296,7 @@ def start_child(
     stdin: int | IO[bytes] | None = subprocess.DEVNULL,
     stdout: int | IO[bytes] | None = subprocess.PIPE,
     stderr: int | IO[bytes] | None = subprocess.STDOUT,
+    contain: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a process group of its own and register the group.
 
@@ -261,6 +307,8 @@ def start_child(
             running untrusted commands pass ``environment.scrubbed_environ()``).
         stdin, stdout, stderr: as for ``subprocess.Popen`` (bytes mode). Defaults: ``/dev/null``,
             a pipe, and stderr merged into stdout. MCP stdio servers pass ``PIPE`` for stdin.
+        contain: run ``argv`` through the reaper (``contained``), so that no descendant of it
+            survives its end or its stop, even one that left the group (Linux).
 
     Returns:
         The running ``Popen``; its pid is its process group id. Stop it with ``stop_child``.
@@ -269,7 +317,7 @@ def start_child(
         OSError: the child could not be started (e.g. ``cwd`` is gone, ``argv[0]`` missing).
     """
     process = subprocess.Popen(
-        list(argv),
+        contained(argv) if contain else list(argv),
         cwd=cwd,
         env=None if env is None else dict(env),
         stdin=stdin,
@@ -407,15 +455,16 @@ def _start_with_input(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None,
     input_data: bytes | None,
+    contain: bool,
 ) -> subprocess.Popen[bytes]:
     """``start_child`` with stdin ``/dev/null``, or a temporary file holding ``input_data`` (never
     blocks, whatever the size; the child holds its own descriptor once started)."""
     if input_data is None:
-        return start_child(argv, cwd, env=env)
+        return start_child(argv, cwd, env=env, contain=contain)
     with tempfile.TemporaryFile() as stdin:
         stdin.write(input_data)
         stdin.seek(0)
-        return start_child(argv, cwd, env=env, stdin=stdin)
+        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain)
 
 
 def _read_until_done(
@@ -453,6 +502,7 @@ def run_process(
     kill_grace: float = KILL_GRACE_SECONDS,
     env: Mapping[str, str] | None = None,
     input_data: bytes | None = None,
+    contain: bool = False,
 ) -> ProcessOutcome:
     """Run ``argv`` in its own process group in ``cwd`` and collect its merged output.
 
@@ -468,6 +518,10 @@ def run_process(
             running untrusted commands pass ``scrubbed_environ()``).
         input_data: bytes the child reads on stdin (from a temporary file); ``None`` gives
             ``/dev/null``.
+        contain: run through the reaper (``contained``, with ``kill_grace``; SIGKILL to the group
+            only after ``REAPER_MARGIN_SECONDS`` more): then no descendant at all is alive when
+            it returns, even one that left the group. The program is then a child of the
+            reaper: its pid is not the group id.
 
     Returns:
         A ``ProcessOutcome``; no process of the group is alive when it returns.
@@ -478,12 +532,14 @@ def run_process(
     """
     started = time.monotonic()
     buffer = OutputBuffer(keep_bytes)
-    process = _start_with_input(argv, cwd, env, input_data)
+    command = contained(argv, kill_grace) if contain else argv
+    process = _start_with_input(command, cwd, env, input_data, contain=False)
     assert process.stdout is not None
     pipe = _Pipe(process.stdout.fileno(), buffer)
     try:
         stopped = _read_until_done(process, pipe, started + timeout, cancel)
-        stop_child(process, grace=kill_grace, drain=pipe.pump)
+        # The reaper gives the command's processes kill_grace itself: wait for it a little longer.
+        stop_child(process, grace=kill_grace + (REAPER_MARGIN_SECONDS if contain else 0.0), drain=pipe.pump)
         pipe.read_rest()
     finally:
         kill_child(process)  # only when an exception (e.g. KeyboardInterrupt) got here first

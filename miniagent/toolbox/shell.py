@@ -3,8 +3,10 @@
 How the command runs is ``process.run_process``'s contract: its own process group, stdin
 ``/dev/null``, stdout and stderr merged into one pipe (their order kept), read in the calling
 thread with a cap, the whole group stopped (SIGTERM, then SIGKILL after ``kill_grace`` seconds)
-when the shell exits, times out or is cancelled (within about 20 ms). A process that left the
-group on purpose (``setsid``) is out of reach.
+when the shell exits, times out or is cancelled (within about 20 ms). The shell runs under the
+reaper (``contain``): a child subreaper that also stops every descendant that left the group or
+the session (``set -m``, ``setsid``, daemons) -- on Linux; it costs one more interpreter start
+(about 20 ms) per command.
 
 Secrets (see ``environment``): a command gets an environment without secret variables
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, names ending in ``_API_KEY``, ``_TOKEN``,
@@ -104,6 +106,7 @@ def run_shell(
         keep_bytes=max(4 * max_chars + 16, 65536),
         kill_grace=kill_grace,
         env=child_env,
+        contain=True,
     )
     return CommandOutcome(
         output=outcome.output.text(max_chars, redact),

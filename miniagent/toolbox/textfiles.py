@@ -24,6 +24,7 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+from .._text import undecodable_replaced
 from .output import is_binary
 
 __all__ = [
@@ -102,7 +103,7 @@ def display_text(file: TextFile) -> str:
     """The text shown to the model: bytes that are not UTF-8 replaced by U+FFFD."""
     if file.exact or file.codec != "utf-8":
         return file.text
-    return file.text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return undecodable_replaced(file.text)
 
 
 def _first_bad_byte(text: str) -> str:

@@ -7,7 +7,7 @@
   run without the limit resumes with every call answered. 12 limits in CI, 60 with
   ``MINIAGENT_STRESS_FULL=1``.
 - ``ENOSPC``: the same against a tiny tmpfs, when this machine lets the test mount one (root with
-  ``CAP_SYS_ADMIN``; skipped otherwise), and ``append_session`` on ``/dev/full``.
+  ``CAP_SYS_ADMIN``; skipped otherwise), and ``append_session`` refusing the device ``/dev/full``.
 - A read-only session file or folder: the original ``PermissionError``, nothing changed (as root,
   which ignores file permissions, the run happens in a child that drops to uid 65534).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from stress_support import HERE, PYTHON, digest, jsonl_lines_ok, scale, unanswered_calls
 
-from miniagent import Message, append_session, load_session, run_agent
+from miniagent import Message, SessionError, append_session, load_session, run_agent
 from miniagent.testing import ScriptedClient
 
 CHILD = HERE / "disk_child.py"
@@ -121,12 +121,12 @@ def rng_size() -> int:
     return random.Random(3).randint(20_000, 120_000)
 
 
-def test_dev_full_enospc() -> None:
+def test_dev_full_is_refused_as_no_regular_file() -> None:
+    """``/dev/full`` is a device: refused before any write (ENOSPC itself: the tmpfs test above)."""
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
-    with pytest.raises(OSError) as raised:
+    with pytest.raises(SessionError, match="not a regular file"):
         append_session("/dev/full", Message("user", "hello"))
-    assert raised.value.errno == errno.ENOSPC
 
 
 READ_ONLY_CHILD = """
