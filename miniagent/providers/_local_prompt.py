@@ -463,6 +463,15 @@ def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True, only: str |
     return f"{body}\n{_JSON_RULES.strip()}\n"
 
 
-def answer_grammar() -> str:
-    """The grammar of a reply that must answer in words (one line, at most ``ANSWER_CHARS``)."""
-    return f"root ::= [^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}\n"
+ANSWER_OPENERS = ("It says: ", "It printed: ", "It contains: ", "Found: ", "Done: ", "I cannot ")
+"""How an answer to a tool result starts (the demos' answers start so): the model then quotes the
+result, which is what it does reliably at this size."""
+
+
+def answer_grammar(*, openers: bool = True) -> str:
+    """The grammar of a reply that must answer in words: one line of at most ``ANSWER_CHARS``,
+    starting with one of ``ANSWER_OPENERS`` when ``openers``."""
+    if not openers:
+        return f"root ::= [^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}\n"
+    starts = " | ".join(_literal(o) for o in ANSWER_OPENERS)
+    return f"root ::= ( {starts} ) [^\\x00\\n]{{1,{ANSWER_CHARS - 20}}}\n"
