@@ -275,6 +275,7 @@ def test_ctrl_c_while_the_local_model_works_exits_at_once_and_stops_the_server(
         took = time.monotonic() - sent
     finally:
         child.kill()
+    print(f"first Ctrl-C to exit: {took:.2f} s", file=sys.stderr)
     assert child.returncode == 130, child.stderr.read() if child.stderr else ""
     assert took < 5  # was 8-11 s: llama.cpp's destructor held the interpreter lock
     assert _gone(server_pid)  # killed and reaped before the CLI exited

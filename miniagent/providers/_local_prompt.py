@@ -122,13 +122,13 @@ schema has every argument the demo uses."""
 
 REFUSAL = Demo(
     "Book me a flight to Rome.",
-    "list_dir",
+    "",
     {},
-    "notes.txt\nsrc/",
+    "",
     "I cannot book flights: I can only read, search and change the files here and run commands.",
 )
-"""Shown after the tool demos (when ``list_dir`` is offered): a task no tool can do is answered
-with "I cannot" after a look at the folder."""
+"""Shown first (the first reply may be an answer when no demo request is like the user's): a
+task no tool can do is answered at once with "I cannot"."""
 
 
 MORE_DEMOS: tuple[Demo, ...] = (
@@ -183,9 +183,9 @@ MORE_DEMOS: tuple[Demo, ...] = (
     ),
     Demo(
         "Send a message to my team.",
-        "list_dir",
+        "",
         {},
-        "docs/\nREADME.md",
+        "",
         "I cannot send messages: I can only read, search and change the files here and run commands.",
     ),
 )
@@ -244,14 +244,14 @@ def _words(text: str) -> set[str]:
 
 
 def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
-    """The demo (of ``DEMOS``, ``MORE_DEMOS``, ``REFUSAL``) sharing most content words with
+    """The demo (of ``DEMOS``, ``MORE_DEMOS``) sharing most content words with
     ``request`` whose tool is offered; else, when the request names a file (``x.y``), the
     ``read_file`` demo; else ``None``."""
     by_name = {spec.name: spec for spec in tools}
     wanted = _words(request)
     best: Demo | None = None
     best_score = 0
-    for demo in (*DEMOS, *MORE_DEMOS, REFUSAL):
+    for demo in (*DEMOS, *MORE_DEMOS):
         if not _demo_fits(demo, by_name):
             continue
         score = len(wanted & _words(demo.user))
@@ -265,10 +265,12 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
 def _interleaved() -> list[Demo]:
     """``MORE_DEMOS`` then ``DEMOS`` (one per tool, ``read_file`` last): two phrasings per tool,
     so the model learns to take the path from the request, not from the nearest example."""
-    return [*MORE_DEMOS[:-1], *DEMOS]
+    return [*(d for d in MORE_DEMOS if d.tool), *DEMOS]
 
 
 def _demo_turns(demo: Demo) -> list[str]:
+    if not demo.tool:  # answered at once
+        return [_turn("user", demo.user), _turn("assistant", demo.answer)]
     return [
         _turn("user", demo.user),
         _turn("assistant", render_call(demo.tool, demo.arguments)),
@@ -316,7 +318,7 @@ def prefix(tools: Sequence[ToolSpec]) -> str:
         return ""
     by_name = {spec.name: spec for spec in tools}
     parts = [_turn("system", _INSTRUCTIONS.format(tools="\n".join(_signature(s) for s in tools)))]
-    for demo in [d for d in (REFUSAL, *_interleaved()) if _demo_fits(d, by_name)]:
+    for demo in [REFUSAL, *(d for d in _interleaved() if _demo_fits(d, by_name))]:
         parts += _demo_turns(demo)
     return "".join(parts)
 
@@ -463,7 +465,7 @@ def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True, only: str |
     return f"{body}\n{_JSON_RULES.strip()}\n"
 
 
-ANSWER_OPENERS = ("It says: ", "It printed: ", "It contains: ", "Found: ", "Done: ", "I cannot ")
+ANSWER_OPENERS = ("It says: ", "It printed: ", "It contains: ", "Found: ", "Done: ")
 """How an answer to a tool result starts (the demos' answers start so): the model then quotes the
 result, which is what it does reliably at this size."""
 
