@@ -16,6 +16,8 @@ SECTIONS = (
     "oneshot",
     "loop",
     "sessions",
+    "stores",
+    "celery_runs",
     "streams",
     "cancel",
     "memory",

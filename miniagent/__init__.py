@@ -9,21 +9,29 @@ Importing this package imports only the standard library. HTTP providers live in
 ``miniagent.cli`` (extra ``cli``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
 from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
-from .messages import Message, ToolCall
+from .messages import Message, Reasoning, ToolCall
 from .model import (
     DoneEvent,
     ModelClient,
     ModelEvent,
     ModelRequest,
+    ReasoningEvent,
     TextEvent,
     ToolCallEvent,
     ToolSpec,
+    UsageEvent,
 )
 from .session import JSONLSession, SessionStore, append_session, load_session
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, tool
+from .usage import Usage
+
+if TYPE_CHECKING:
+    from .stores import RedisSession, SQLiteSession
 
 __version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr:)
 
@@ -39,7 +47,11 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ProviderError",
+    "Reasoning",
+    "ReasoningEvent",
+    "RedisSession",
     "RunResult",
+    "SQLiteSession",
     "SessionError",
     "SessionStore",
     "StopReason",
@@ -49,6 +61,8 @@ __all__ = [
     "ToolCallEvent",
     "ToolResult",
     "ToolSpec",
+    "Usage",
+    "UsageEvent",
     "__version__",
     "append_session",
     "exit_code_for_stop_reason",
@@ -58,3 +72,13 @@ __all__ = [
     "tool",
     "trim_context",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SQLiteSession`` and ``RedisSession`` are imported on first use (``sqlite3`` costs
+    milliseconds at start-up, ``redis`` is an extra)."""
+    if name in ("SQLiteSession", "RedisSession"):
+        from . import stores
+
+        return getattr(stores, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

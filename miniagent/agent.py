@@ -14,22 +14,38 @@ decides when to stop. Invariants, each tested:
   (``approval failed`` / ``tool execution failed``, then ``not executed after an earlier failure``);
   on failure the original exception object is re-raised and no exception text is recorded.
 - ``max_turns`` counts this run's requests only; the restored history does not use it up.
+- Call ids are unique within the record: a call whose id repeats one already received (in this
+  turn, an earlier one, or the restored history) gets ``unique_call_id``'s suffix as it arrives,
+  so every result pairs with one call.
+- A turn's reasoning blocks are committed with its text and calls, never on their own; every
+  ``UsageEvent`` is added to ``RunResult.usage`` as it arrives (the tokens were spent, even
+  when the turn is then dropped).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._log import Logger
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
-from .messages import MISSING_RESULT, Message, ToolCall
-from .model import ModelClient, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from .messages import MISSING_RESULT, Message, Reasoning, ToolCall, unique_call_id
+from .model import (
+    ModelClient,
+    ModelEvent,
+    ModelRequest,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
 from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
+from .usage import Usage
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
@@ -65,10 +81,44 @@ _EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "aborted": 130}
 
 @dataclass(slots=True)
 class RunResult:
-    """What a run returns: the whole record (restored history included) and why it stopped."""
+    """What a run returns: the whole record (restored history included), why it stopped, and
+    what this run's model requests used (the sum of their ``UsageEvent``s; ``Usage()`` when the
+    client reports none)."""
 
     messages: list[Message]
     stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this result, to cross a process boundary (a task queue, a web API):
+        ``{"messages": [Message.to_json(), ...], "stop_reason", "usage": Usage.to_json()}``."""
+        return {
+            "messages": [message.to_json() for message in self.messages],
+            "stop_reason": self.stop_reason,
+            "usage": self.usage.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunResult:
+        """The result of ``to_json``'s object (a dict, or its JSON text as ``str`` / ``bytes``).
+
+        Raises:
+            ValueError: not JSON, not an object, an unknown stop reason, or a bad message or usage.
+        """
+        if isinstance(data, (str, bytes, bytearray)):
+            import json
+
+            data = json.loads(data)
+        if type(data) is not dict:
+            raise ValueError("a run result is a JSON object")
+        stop_reason = data.get("stop_reason")
+        if stop_reason not in _EXIT_CODES:
+            raise ValueError(f"unknown stop reason: {stop_reason!r}")
+        messages = data.get("messages", [])
+        if type(messages) is not list:
+            raise ValueError("messages is not a list")
+        usage = Usage.from_json(data["usage"]) if data.get("usage") is not None else Usage()
+        return cls([Message.from_json(item) for item in messages], stop_reason, usage)
 
 
 def exit_code_for_stop_reason(stop_reason: StopReason) -> int:
@@ -188,6 +238,8 @@ class _Loop:
         self.on_message = on_message
         self.messages: list[Message] = []
         self.session: SessionStore | None = None
+        self.usage = Usage()
+        self.call_ids: set[str] | None = None  # every call id of the record, built on first use
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -214,7 +266,7 @@ class _Loop:
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
                 _log.info("request %d: %d messages", turn, len(window))
                 started = time.monotonic()
-                text, calls = self.stream_turn(window)
+                text, calls, reasoning = self.stream_turn(window)
                 _log.info(
                     "request %d done in %.2f s: %d characters, %d tool calls",
                     turn,
@@ -224,7 +276,7 @@ class _Loop:
                 )
                 if not text and not calls:
                     raise EmptyResponseError()
-                self.record(Message("assistant", text, tuple(calls)))
+                self.record(Message("assistant", text, tuple(calls), reasoning=reasoning))
                 if not calls:
                     return self.stop("complete")
                 self.run_tool_calls(calls)
@@ -232,8 +284,8 @@ class _Loop:
             return self.stop("aborted")
         return self.stop("max_turns")
 
-    def stream_turn(self, window: MessageWindow) -> tuple[str, list[ToolCall]]:
-        """Stream one turn into locals; nothing is committed here.
+    def stream_turn(self, window: MessageWindow) -> tuple[str, list[ToolCall], tuple[Reasoning, ...]]:
+        """Stream one turn into locals (text, calls, reasoning); nothing is committed here.
 
         Raises ``_Aborted`` when cancelled during the stream or at checkpoint 2; other exceptions
         of the client propagate unless the run was cancelled meanwhile.
@@ -241,18 +293,24 @@ class _Loop:
         request = ModelRequest(self.system, window, self.specs, self.cancel)
         parts: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[Reasoning] = []
         events: Iterator[ModelEvent] | None = None
         try:
             events = iter(self.client.stream(request))
             for event in events:
                 if self.cancelled():
                     raise _Aborted
-                if self.on_event is not None:
-                    self.on_event(event)
                 if isinstance(event, TextEvent):
                     parts.append(event.text)
                 elif isinstance(event, ToolCallEvent):
+                    event = self.unique_call(event)
                     calls.append(event.call)
+                elif isinstance(event, ReasoningEvent):
+                    reasoning.append(event.reasoning)
+                elif isinstance(event, UsageEvent):
+                    self.usage += event.usage
+                if self.on_event is not None:
+                    self.on_event(event)
         except Exception:
             if self.cancelled():
                 raise _Aborted from None
@@ -261,7 +319,19 @@ class _Loop:
             _close(events)
         if self.cancelled():  # checkpoint 2: a stream that ignored the cancel commits nothing
             raise _Aborted
-        return "".join(parts), calls
+        return "".join(parts), calls, tuple(reasoning)
+
+    def unique_call(self, event: ToolCallEvent) -> ToolCallEvent:
+        """``event`` with its call id made unique within the record (``unique_call_id``)."""
+        taken = self.call_ids
+        if taken is None:
+            taken = self.call_ids = {c.id for m in self.messages for c in m.tool_calls}
+        call = event.call
+        if call.id not in taken:  # the usual case, without a call
+            taken.add(call.id)
+            return event
+        unique = unique_call_id(call.id, taken)
+        return ToolCallEvent(ToolCall(unique, call.name, call.input, call.input_error))
 
     def run_tool_calls(self, calls: list[ToolCall]) -> None:
         """Answer every call in order, each with exactly one tool message."""
@@ -387,7 +457,7 @@ class _Loop:
 
     def stop(self, reason: StopReason) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
-        return RunResult(self.messages, reason)
+        return RunResult(self.messages, reason, self.usage)
 
 
 class _Aborted(Exception):

@@ -31,11 +31,14 @@ def message_chars(message: Message) -> int:
     """Size of a message in characters.
 
     ``len(content)`` plus, for each tool call, ``len(name)`` and the length of its input as
-    compact JSON (``json.dumps(input, ensure_ascii=False, separators=(",", ":"))``).
+    compact JSON (``json.dumps(input, ensure_ascii=False, separators=(",", ":"))``), plus
+    ``len(text)`` of each reasoning block.
     """
     size = len(message.content)
     for call in message.tool_calls:
         size += len(call.name) + len(json.dumps(call.input, ensure_ascii=False, separators=(",", ":")))
+    for block in message.reasoning:
+        size += len(block.text)
     return size
 
 

@@ -10,9 +10,17 @@ The whole tree (every public error; where it is raised)::
     ├── MiniagentError                      miniagent.errors (also ``from miniagent import``)
     │   ├── EmptyResponseError              run_agent: a turn ended with neither text nor calls
     │   │                                   (nothing of the turn committed)
-    │   ├── SessionError                    session stores (miniagent.session): a bad line, a
-    │   │                                   locked session, a message the loader would refuse,
-    │   │                                   a file that is not a session; run_agent passes it on
+    │   ├── SessionError                    session stores (miniagent.session, miniagent.stores:
+    │   │                                   JSONL, SQLite, Redis): a bad line or record, a
+    │   │                                   session locked by another writer (or a lost lease),
+    │   │                                   a message the loader would refuse, a file that is not
+    │   │                                   a session; run_agent passes it on
+    │   ├── MCPError                        miniagent.mcp: an MCP server could not start, broke
+    │   │                                   the protocol, exited, timed out or answered with an
+    │   │                                   error, a call was cancelled, or a bad
+    │   │                                   ``load_mcp_config`` file (``server``, ``kind``,
+    │   │                                   ``code``); MCP tools turn it into an error result
+    │   │                                   (cancel aside), so a run rarely sees it
     │   └── ProviderError                   miniagent.providers: HTTP clients and their streams
     │       │                               (connection failure, an error event mid-stream, an
     │       │                               event that is not JSON, no API key for the provider)
@@ -30,15 +38,40 @@ The whole tree (every public error; where it is raised)::
 
 Tools' own exceptions, a model client's exceptions and an approval hook's exceptions are not
 wrapped: ``run_agent`` closes the open calls and re-raises the original object.
+
+Every ``MiniagentError`` pickles and unpickles to an equal one (same type, ``args`` and
+attributes), so an error raised in a worker process (Celery, multiprocessing) reaches the caller
+whole; equality and hashing compare those values.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["MiniagentError", "EmptyResponseError", "SessionError", "ProviderError"]
 
 
 class MiniagentError(Exception):
-    """Base class of every error miniagent raises on purpose."""
+    """Base class of every error miniagent raises on purpose.
+
+    Pickling keeps the type, ``args`` and every attribute without calling ``__init__`` again
+    (subclasses take keyword arguments that ``args`` does not hold); two errors are equal when
+    those are equal.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuild from type, ``args`` and attributes (see the class docstring)."""
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to an error of the same type with equal ``args`` and attributes."""
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.args == other.args and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        """Hash of the type and the text (consistent with ``__eq__``)."""
+        return hash((type(self), str(self)))
 
 
 class EmptyResponseError(MiniagentError):
@@ -92,3 +125,11 @@ class ProviderError(MiniagentError):
         self.status = status
         self.retryable = retryable
         self.kind = kind
+
+
+def _rebuild_error(cls: type[MiniagentError], args: tuple[Any, ...], state: dict[str, Any]) -> MiniagentError:
+    """Unpickle a ``MiniagentError``: the instance without ``__init__``, then its values."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error

@@ -22,8 +22,10 @@ from typing import Any, Literal
 __all__ = [
     "Role",
     "ToolCall",
+    "Reasoning",
     "Message",
     "MISSING_RESULT",
+    "unique_call_id",
     "message_to_json",
     "message_from_json",
     "json_text",
@@ -59,6 +61,25 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Reasoning:
+    """One block of the model's reasoning ("thinking"), kept so it can be replayed verbatim.
+
+    Args:
+        text: the reasoning text (characters): Anthropic ``thinking`` (from ``thinking_delta``
+            pieces), or ``reasoning_content`` / ``reasoning`` of OpenAI-compatible servers
+            (DeepSeek, vLLM, llama.cpp, OpenRouter).
+        signature: Anthropic's ``signature`` of a ``thinking`` block (from ``signature_delta``);
+            the API checks it when the block is sent back. ``None`` for other servers.
+        redacted_data: the opaque ``data`` of an Anthropic ``redacted_thinking`` block (its
+            ``text`` is then empty); ``None`` otherwise.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Message:
     """One committed message.
 
@@ -69,6 +90,9 @@ class Message:
         tool_call_id: tool only: the id of the call this message answers.
         is_error: tool only: the result reports a failure (refusal, unknown tool, bad input,
             an error result of the tool, or a closing text after cancel or failure).
+        reasoning: assistant only: the reasoning blocks the model sent with this turn, in the
+            order it sent them; providers replay them as their API requires (DESIGN.md, "Round 2
+            contracts"). Committed with the turn's text and calls, never on its own.
     """
 
     role: Role
@@ -76,6 +100,59 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False
+    reasoning: tuple[Reasoning, ...] = ()
+
+    def __init__(
+        self,
+        role: Role,
+        content: str = "",
+        tool_calls: tuple[ToolCall, ...] = (),
+        tool_call_id: str | None = None,
+        is_error: bool = False,
+        reasoning: tuple[Reasoning, ...] = (),
+    ) -> None:
+        """Set the fields (what the dataclass ``__init__`` does, through the slot descriptors:
+        a frozen dataclass's own ``__init__`` pays ``object.__setattr__`` per field, and the loop
+        builds two messages per turn; BENCHMARKS.md, "Per-turn loop overhead")."""
+        _set_role(self, role)
+        _set_content(self, content)
+        _set_tool_calls(self, tool_calls)
+        _set_tool_call_id(self, tool_call_id)
+        _set_is_error(self, is_error)
+        _set_reasoning(self, reasoning)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this message (``message_to_json``: the session line's object), a
+        dict of JSON types that crosses process boundaries (Celery, a queue, a web API)."""
+        return message_to_json(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Message:
+        """The message of a JSON object (a dict, or its JSON text as ``str`` / ``bytes``).
+
+        Raises:
+            ValueError: not JSON, or not a well-formed message (the text says which field).
+        """
+        if isinstance(data, (str, bytes, bytearray)):
+            data = json.loads(data)
+        return message_from_json(data)
+
+
+def unique_call_id(call_id: str, taken: set[str]) -> str:
+    """``call_id`` itself when it is not in ``taken``, else the first of ``call_id_2``,
+    ``call_id_3``, ... that is not; the result is added to ``taken``.
+
+    The one rule that keeps call ids unique within a record (a server that repeats an id within
+    a turn or across turns): deterministic, and valid for every API's id alphabet when the id
+    was (``[a-zA-Z0-9_-]``).
+    """
+    unique = call_id
+    number = 2
+    while unique in taken:
+        unique = f"{call_id}_{number}"
+        number += 1
+    taken.add(unique)
+    return unique
 
 
 # Building messages while loading a session: ``object.__new__`` plus the slot descriptors give the
@@ -95,6 +172,7 @@ _set_content = _setter(Message, "content")
 _set_tool_calls = _setter(Message, "tool_calls")
 _set_tool_call_id = _setter(Message, "tool_call_id")
 _set_is_error = _setter(Message, "is_error")
+_set_reasoning = _setter(Message, "reasoning")
 _set_call_id = _setter(ToolCall, "id")
 _set_call_name = _setter(ToolCall, "name")
 _set_call_input = _setter(ToolCall, "input")
@@ -102,15 +180,22 @@ _set_call_input_error = _setter(ToolCall, "input_error")
 
 
 def _message(
-    role: str, content: str, tool_calls: tuple[ToolCall, ...], tool_call_id: str | None, is_error: bool
+    role: str,
+    content: str,
+    tool_calls: tuple[ToolCall, ...],
+    tool_call_id: str | None,
+    is_error: bool,
+    reasoning: tuple[Reasoning, ...] = (),
 ) -> Message:
-    """``Message(role, content, tool_calls, tool_call_id, is_error)`` for already-checked values."""
+    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning)`` for
+    already-checked values."""
     message = _new(Message)
     _set_role(message, role)
     _set_content(message, content)
     _set_tool_calls(message, tool_calls)
     _set_tool_call_id(message, tool_call_id)
     _set_is_error(message, is_error)
+    _set_reasoning(message, reasoning)
     return message
 
 
@@ -118,8 +203,9 @@ def message_to_json(message: Message) -> dict[str, Any]:
     """Return the JSON object of ``message`` (a dict of JSON types), defaults left out.
 
     Shape: ``{"role", "content"}`` plus ``"tool_calls": [{"id", "name", "input"[, "input_error"]}]``
-    for an assistant message with calls, and ``"tool_call_id"`` and ``"is_error"`` (only when true)
-    for a tool message.
+    for an assistant message with calls, ``"reasoning": [{["text"][, "signature"]
+    [, "redacted_data"]}]`` for one with reasoning (empty or ``None`` fields left out), and
+    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
@@ -130,6 +216,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
                 item["input_error"] = call.input_error
             calls.append(item)
         data["tool_calls"] = calls
+    if message.reasoning:
+        data["reasoning"] = [_reasoning_to_json(r) for r in message.reasoning]
     if message.tool_call_id is not None:
         data["tool_call_id"] = message.tool_call_id
     if message.is_error:
@@ -158,6 +246,9 @@ def json_text(data: Any) -> str:
 def message_from_json(data: Any) -> Message:
     """Build a ``Message`` from its JSON object (as ``message_to_json`` writes it).
 
+    A line written before a field existed loads with that field's default (no ``reasoning``:
+    no reasoning blocks).
+
     Raises:
         ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
     """
@@ -183,7 +274,38 @@ def message_from_json(data: Any) -> Message:
     raw_calls = get("tool_calls", ())
     if type(raw_calls) is not list and raw_calls != ():
         raise ValueError("tool_calls is not a list")
-    return _message("assistant", content, tuple([_call_from_json(c) for c in raw_calls]), None, False)
+    calls = tuple([_call_from_json(c) for c in raw_calls])
+    raw_reasoning = get("reasoning")
+    if raw_reasoning is None:
+        return _message("assistant", content, calls, None, False)
+    if type(raw_reasoning) is not list:
+        raise ValueError("reasoning is not a list")
+    reasoning = tuple([_reasoning_from_json(r) for r in raw_reasoning])
+    return _message("assistant", content, calls, None, False, reasoning)
+
+
+def _reasoning_to_json(block: Reasoning) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if block.text:
+        data["text"] = block.text
+    if block.signature is not None:
+        data["signature"] = block.signature
+    if block.redacted_data is not None:
+        data["redacted_data"] = block.redacted_data
+    return data
+
+
+def _reasoning_from_json(data: Any) -> Reasoning:
+    if type(data) is not dict:
+        raise ValueError("reasoning block is not a JSON object")
+    text, signature, redacted = data.get("text", ""), data.get("signature"), data.get("redacted_data")
+    if type(text) is not str:
+        raise ValueError("reasoning text is not a string")
+    if signature is not None and type(signature) is not str:
+        raise ValueError("reasoning signature is not a string")
+    if redacted is not None and type(redacted) is not str:
+        raise ValueError("reasoning redacted_data is not a string")
+    return Reasoning(text, signature, redacted)
 
 
 def _call_from_json(data: Any) -> ToolCall:

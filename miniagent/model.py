@@ -5,6 +5,8 @@ generator) of ``ModelEvent``s:
 
 - ``TextEvent``: a piece of the assistant's text, as it arrives.
 - ``ToolCallEvent``: one whole tool call, emitted once its arguments are complete.
+- ``ReasoningEvent``: one whole reasoning ("thinking") block, when it closes.
+- ``UsageEvent``: what one request used (tokens, cost), when the server reports it.
 - ``DoneEvent``: the provider mapping finished cleanly. The loop ignores it (spec: "done is a
   no-op for the loop"); the end of the iteration is what ends a turn.
 
@@ -19,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .messages import Message, ToolCall
+from .messages import Message, Reasoning, ToolCall
+from .usage import Usage
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
@@ -28,6 +31,8 @@ __all__ = [
     "TextEvent",
     "ToolCallEvent",
     "DoneEvent",
+    "ReasoningEvent",
+    "UsageEvent",
     "ModelEvent",
     "ToolSpec",
     "ModelRequest",
@@ -64,7 +69,30 @@ class DoneEvent:
     type: Literal["done"] = field(default="done", init=False)
 
 
-ModelEvent = TextEvent | ToolCallEvent | DoneEvent
+@dataclass(frozen=True, slots=True)
+class ReasoningEvent:
+    """One whole reasoning block of the model, emitted when the block closes (Anthropic
+    ``content_block_stop`` of a ``thinking`` / ``redacted_thinking`` block; OpenAI-compatible
+    servers: when ``reasoning_content`` / ``reasoning`` deltas give way to the answer or the
+    stream ends). The loop keeps it with the turn and commits it on ``Message.reasoning``;
+    ``on_event`` shows it (tentative, like text)."""
+
+    reasoning: Reasoning
+    type: Literal["reasoning"] = field(default="reasoning", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent:
+    """What one model request used (``usage.requests == 1``), as the server reported it.
+
+    The loop adds it to ``RunResult.usage`` as it arrives, also for a turn that is not
+    committed (the tokens were spent)."""
+
+    usage: Usage
+    type: Literal["usage"] = field(default="usage", init=False)
+
+
+ModelEvent = TextEvent | ToolCallEvent | ReasoningEvent | UsageEvent | DoneEvent
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,16 @@ from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
 
-__all__ = ["SessionStore", "JSONLSession", "load_session", "append_session", "SessionFile", "PathLike"]
+__all__ = [
+    "SessionStore",
+    "JSONLSession",
+    "load_session",
+    "append_session",
+    "encode_record",
+    "decode_record",
+    "SessionFile",
+    "PathLike",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _Store = TypeVar("_Store", bound="SessionStore")
@@ -97,9 +106,18 @@ class SessionStore(Protocol):
 
 
 def _encode(path: PathLike, message: Message) -> bytes:
-    """The line of ``message``; ``SessionError`` for a message the loader would refuse (a tool
-    call whose input is not a dict, a non-string content or id, ...): such a line would make the
-    whole file unloadable, so it is never written."""
+    """The line of ``message`` (``encode_record`` plus the newline)."""
+    return encode_record(path, message) + b"\n"
+
+
+def encode_record(where: object, message: Message) -> bytes:
+    """The compact JSON (UTF-8) every store keeps for ``message``: one session line's text.
+
+    Raises:
+        SessionError: (naming ``where``) a message the loader would refuse (a tool call whose
+            input is not a dict, a non-string content or id, nesting too deep, ...): such a
+            record would make the whole session unloadable, so it is never stored.
+    """
     data = message_to_json(message)
     try:
         message_from_json(data)  # the loader's own rules, on the JSON object about to be written
@@ -107,10 +125,23 @@ def _encode(path: PathLike, message: Message) -> bytes:
         # no UTF-8 form; it loads back as the same message (except that a high surrogate right
         # before a low one loads back as the character the pair encodes: JSON cannot tell them
         # apart). Data nested too deep to encode raises RecursionError: it could not load either.
-        return json_utf8(data) + b"\n"
+        return json_utf8(data)
     except _BAD_DATA as error:
         problem = "nested too deep" if isinstance(error, RecursionError) else str(error)
-        raise SessionError(path, f"message not stored: it could not be loaded back ({problem})") from None
+        raise SessionError(where, f"message not stored: it could not be loaded back ({problem})") from None
+
+
+def decode_record(where: object, record: bytes | str, number: int) -> Message:
+    """The message of one stored record (``encode_record``'s text).
+
+    Raises:
+        SessionError: naming ``where`` and the record's 1-based ``number``: not JSON, nested too
+            deep, or not a well-formed message.
+    """
+    try:
+        return message_from_json(json.loads(record))
+    except _BAD_DATA as error:
+        raise SessionError(where, _problem(error), line=number) from None
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper

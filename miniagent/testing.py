@@ -15,8 +15,10 @@ approval hooks and session handling against the real loop::
 
 Each turn is either a list of items, or a callable ``(request) -> iterable of items`` for turns that
 depend on what the loop sent (or that want to set a cancel event mid-stream). Items: a ``str``
-(a text delta), a ``ToolCall`` (a whole tool call), or any ``ModelEvent`` as is. Items that are
-exceptions are raised at that point of the stream. A ``DoneEvent`` is appended to list turns.
+(a text delta), a ``ToolCall`` (a whole tool call), a ``Reasoning`` (a whole reasoning block), a
+``Usage`` (what the request used, e.g. ``Usage(input_tokens=100, output_tokens=20, requests=1)``),
+or any ``ModelEvent`` as is. Items that are exceptions are raised at that point of the stream. A
+``DoneEvent`` is appended to list turns.
 """
 
 from __future__ import annotations
@@ -25,15 +27,25 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .messages import Message, ToolCall
-from .model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from .messages import Message, Reasoning, ToolCall
+from .model import (
+    DoneEvent,
+    ModelEvent,
+    ModelRequest,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from .usage import Usage
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
 
 __all__ = ["ScriptedClient", "RecordedRequest", "ScriptItem", "Turn"]
 
-ScriptItem = str | ToolCall | TextEvent | ToolCallEvent | DoneEvent | BaseException
+ScriptItem = str | ToolCall | Reasoning | Usage | ModelEvent | BaseException
 Turn = Sequence[ScriptItem] | Callable[[ModelRequest], Iterable[ScriptItem]]
 
 
@@ -105,4 +117,8 @@ def _to_event(item: ScriptItem) -> ModelEvent:
         return TextEvent(item)
     if isinstance(item, ToolCall):
         return ToolCallEvent(item)
+    if isinstance(item, Reasoning):
+        return ReasoningEvent(item)
+    if isinstance(item, Usage):
+        return UsageEvent(item)
     return item

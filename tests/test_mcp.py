@@ -6,6 +6,7 @@ stop reading, are not found). The published ``mcp-server-time`` runs in the CLI 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import pickle
@@ -332,3 +333,22 @@ def test_the_servers_own_requests_and_notifications_during_a_call(seen: _Seen) -
         assert answer.content == "ping s1 {}; sampling s2 -32601"  # ping answered, sampling refused
         assert "[asking] careful" in seen.lines  # notifications/message went to the log
         assert [t.name for t in server.tools()] == ["talk", "later"]  # list_changed honoured
+
+
+def test_cancel_and_timeout_send_notifications_cancelled_with_the_request_id() -> None:
+    asking = str(Path(__file__).parent / "mcp" / "asking_server.py")
+    with StdioMCPServer(sys.executable, [asking], name="asking") as server:
+        cancel = threading.Event()
+        cancel.set()  # already set: the request is written, then given up at the first wait
+        with pytest.raises(MCPError) as cancelled:
+            server.call_tool("hang", {}, cancel)
+        assert cancelled.value.kind == "cancelled"
+        with pytest.raises(MCPError) as timed_out:
+            server.call_tool("hang", {}, timeout=0.05)
+        assert timed_out.value.kind == "timeout"
+        heard = json.loads(server.call_tool("heard").content)
+    assert heard == [
+        {"method": "notifications/initialized"},
+        {"method": "notifications/cancelled", "requestId": 2, "reason": "cancelled by the caller"},
+        {"method": "notifications/cancelled", "requestId": 3, "reason": "timed out"},
+    ]

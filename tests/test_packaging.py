@@ -33,6 +33,10 @@ PUBLIC = [
     "EmptyResponseError",
     "SessionError",
     "ProviderError",
+    "Reasoning",
+    "ReasoningEvent",
+    "Usage",
+    "UsageEvent",
 ]
 
 

@@ -7,8 +7,6 @@ Its text names the server and never holds a header value or an environment value
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import MiniagentError
 
 __all__ = ["MCPError"]
@@ -35,27 +33,3 @@ class MCPError(MiniagentError):
         self.server = server
         self.kind = kind
         self.code = code
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle with the attributes (the keyword arguments are not in ``args``)."""
-        return (_rebuild, (self.args[0] if self.args else "", self.server, self.kind, self.code))
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when type, message and attributes are equal (so an unpickled copy is equal)."""
-        if type(other) is not type(self):
-            return NotImplemented
-        assert isinstance(other, MCPError)
-        return (self.args, self.server, self.kind, self.code) == (
-            other.args,
-            other.server,
-            other.kind,
-            other.code,
-        )
-
-    def __hash__(self) -> int:
-        """Hash of the message and attributes (consistent with ``__eq__``)."""
-        return hash((self.args, self.server, self.kind, self.code))
-
-
-def _rebuild(message: str, server: str, kind: str, code: int | None) -> MCPError:
-    return MCPError(message, server=server, kind=kind, code=code)

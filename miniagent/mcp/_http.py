@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -33,6 +32,7 @@ from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 from urllib3.util import Timeout
 
+from .._log import Logger
 from ..providers import _http as provider_http
 from ..providers._urllib3 import OpenFailed, new_session, open_response, response_socket
 from ..providers._watcher import SocketWatcher
@@ -49,7 +49,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 65536
 _SNIPPET_CHARS = 200
 
-logger = logging.getLogger("miniagent.mcp")
+logger = Logger("miniagent.mcp")
 
 
 class HTTPTransport:

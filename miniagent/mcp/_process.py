@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import logging
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
+from .._log import Logger
 from ..toolbox.process import KILL_GRACE_SECONDS, group_alive, start_child, stop_child
 
 __all__ = [
@@ -41,7 +41,7 @@ STDERR_LOG_BYTES = 256 * 1024
 STDERR_LINE_CHARS = 500
 _TAIL_LINES = 20
 
-logger = logging.getLogger("miniagent.mcp")
+logger = Logger("miniagent.mcp")
 
 
 class ServerProcess:

@@ -22,7 +22,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import _log
+from .._log import DEBUG, INFO, WARNING, Logger
 from ._errors import MCPError
 from ._wire import Interrupted, Message, Transport
 
@@ -35,16 +35,19 @@ PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CLIENT_INFO = {"name": "miniagent", "version": "0.1.0"}
 _MAX_PAGES = 1000
+_ERROR, _CRITICAL = 40, 50  # logging.ERROR, logging.CRITICAL
 _LOG_LEVELS = {  # MCP (syslog) levels to logging's
-    "debug": _log.DEBUG,
-    "info": _log.INFO,
-    "notice": _log.INFO,
-    "warning": _log.WARNING,
-    "error": _log.ERROR,
-    "critical": _log.CRITICAL,
-    "alert": _log.CRITICAL,
-    "emergency": _log.CRITICAL,
+    "debug": DEBUG,
+    "info": INFO,
+    "notice": INFO,
+    "warning": WARNING,
+    "error": _ERROR,
+    "critical": _CRITICAL,
+    "alert": _CRITICAL,
+    "emergency": _CRITICAL,
 }
+
+logger = Logger("miniagent.mcp")
 
 
 class Session:
@@ -227,7 +230,7 @@ class Session:
         """Handle a message from the server that is not the awaited response."""
         method = message.get("method")
         if not isinstance(method, str):
-            _log.log(_log.DEBUG, "[%s] ignored a message without a method", self.server)
+            logger.debug("[%s] ignored a message without a method", self.server)
             return None
         if "id" in message:
             if method == "ping":
@@ -242,6 +245,6 @@ class Session:
         elif method == "notifications/message":
             params = message.get("params")
             if isinstance(params, dict):
-                level = _LOG_LEVELS.get(str(params.get("level")), _log.INFO)
-                _log.log(level, "[%s] %s", self.server, params.get("data"))
+                level = _LOG_LEVELS.get(str(params.get("level")), INFO)
+                logger.log(level, "[%s] %s", self.server, params.get("data"))
         return None

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import select
 import signal
@@ -31,6 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._log import Logger
 from ._errors import MCPError
 from ._process import ServerProcess
 from ._wire import Handler, Interrupted, Message, encode, is_response
@@ -46,7 +46,7 @@ NOTIFY_SECONDS = 0.1
 _READ_SIZE = 256 * 1024
 _GARBAGE_SHOWN_CHARS = 200
 
-logger = logging.getLogger("miniagent.mcp")
+logger = Logger("miniagent.mcp")
 
 
 class StdioTransport:

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._log import Logger
 from ..tools import Tool, ToolResult
-from . import _log
 from ._errors import MCPError
 from ._session import Session
 from ._tools import exposed_names, input_schema, is_read_only, result_text
@@ -41,6 +41,8 @@ __all__ = ["MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_RESULT_CHARS = 30_000
+
+logger = Logger("miniagent.mcp")
 
 
 class MCPServerBase:
@@ -123,7 +125,7 @@ class MCPServerBase:
         if session is not None and session.transport.alive():
             return session
         if session is not None:
-            _log.log(_log.WARNING, "[%s] the server is not running any more; starting it again", self.name)
+            logger.warning("[%s] the server is not running any more; starting it again", self.name)
             self._session = None
             session.close()
         transport = self._open()

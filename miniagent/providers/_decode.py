@@ -65,8 +65,10 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
             Anthropic ``input_json_delta.partial_json`` pieces).
 
     Returns:
-        ``(dict, None)`` for a JSON object; ``({}, None)`` for empty or blank text (both APIs
-        send ``""`` for a call without arguments); ``({}, message)`` otherwise, where message is
+        ``(dict, None)`` for a JSON object, also when it was encoded twice (a JSON string whose
+        content is the object's JSON text, as some servers send; one extra level only);
+        ``({}, None)`` for empty or blank text (both APIs send ``""`` for a call without
+        arguments); ``({}, message)`` otherwise, where message is
         e.g. ``"arguments are not valid JSON: Expecting ',' delimiter: line 1 column 9"``,
         ``"arguments are not valid JSON: NaN is not allowed"`` (also ``Infinity``,
         ``-Infinity``, and ``number 1e999 is out of range``: not JSON, Python's ``json`` would
@@ -78,6 +80,13 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
         value = _loads_strict(arguments)
     except ValueError as exc:
         return {}, f"arguments are not valid JSON: {exc}"
+    if isinstance(value, str) and value.lstrip().startswith("{"):  # encoded twice
+        try:
+            inner = _loads_strict(value)
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, dict):
+            return inner, None
     if isinstance(value, dict):
         return value, None
     return {}, f"arguments must be a JSON object, got {json_type_name(value)}"

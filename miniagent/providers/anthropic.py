@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import ProviderError
-from ..messages import Message, ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ..messages import Message, Reasoning, ToolCall
+from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, nonfinite_problem, parse_tool_input
@@ -155,6 +155,9 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
     - tool calls and results are paired first (``pair_tool_messages``: dangling results
       dropped, unanswered calls answered with an error result);
+    - assistant reasoning blocks come first, in their order and unchanged: ``thinking`` (text and
+      ``signature``) or ``redacted_thinking`` (``data``); reasoning without a signature (from
+      another provider) cannot be verified by the API and is left out;
     - assistant text and calls become ``text`` and ``tool_use`` blocks; empty text makes no block;
     - tool results become ``tool_result`` blocks (``is_error`` when set) in a user message; the
       results of one assistant message share one user message and come before any user text
@@ -181,7 +184,7 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
             if message.content.strip():
                 add("user", [{"type": "text", "text": message.content}])
         elif message.role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            blocks: list[dict[str, Any]] = [_thinking_block(r) for r in message.reasoning if _replayable(r)]
             if message.content.strip():
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(
@@ -210,6 +213,18 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
         if not last["content"]:
             turns.pop()
     return turns
+
+
+def _replayable(block: Reasoning) -> bool:
+    """Whether the API can take ``block`` back: it carries a signature or redacted data."""
+    return block.signature is not None or block.redacted_data is not None
+
+
+def _thinking_block(block: Reasoning) -> dict[str, Any]:
+    """The content block that replays ``block`` verbatim."""
+    if block.redacted_data is not None:
+        return {"type": "redacted_thinking", "data": block.redacted_data}
+    return {"type": "thinking", "thinking": block.text, "signature": block.signature}
 
 
 def _wire_id(call_id: str) -> str:
@@ -244,6 +259,19 @@ class _ToolBlock:
         return bool(arguments.strip()) and parse_tool_input(arguments)[1] is None
 
 
+@dataclass
+class _ThinkingBlock:
+    """A ``thinking`` or ``redacted_thinking`` content block being streamed."""
+
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None
+    redacted_data: str | None = None
+
+    def reasoning(self) -> Reasoning:
+        """The finished block: its text joined, signature and redacted data as received."""
+        return Reasoning("".join(self.parts), self.signature, self.redacted_data)
+
+
 def _block_index(data: dict[str, Any]) -> int:
     """The event's content block ``index``; -1 when missing or not an integer (a list or an
     object would not even be usable as a key)."""
@@ -254,14 +282,16 @@ def _block_index(data: dict[str, Any]) -> int:
 class _MessageStream:
     """The state of one Messages API response being mapped: one method per event kind.
 
-    Invariants: ``blocks`` holds the open ``tool_use`` blocks by index; a finished call waits in
-    ``held`` (and so does every call after it) while its JSON is empty or broken, so that a call
-    cut by ``max_tokens`` is never emitted; ``stop_reason`` is the last ``message_delta``'s.
+    Invariants: ``blocks`` holds the open ``tool_use`` blocks by index and ``thinking`` the open
+    ``thinking`` / ``redacted_thinking`` blocks; a finished call waits in ``held`` (and so does
+    every call after it) while its JSON is empty or broken, so that a call cut by ``max_tokens``
+    is never emitted; ``stop_reason`` is the last ``message_delta``'s.
     """
 
     def __init__(self, secrets: tuple[str, ...]) -> None:
         self.secrets = secrets
         self.blocks: dict[int, _ToolBlock] = {}
+        self.thinking: dict[int, _ThinkingBlock] = {}
         self.held: list[_ToolBlock] = []
         self.stop_reason: str | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], ModelEvent | None]] = {
@@ -273,7 +303,8 @@ class _MessageStream:
         }
 
     def block_start(self, data: dict[str, Any]) -> ModelEvent | None:
-        """``content_block_start``: open a ``tool_use`` block; a ``text`` block's initial text."""
+        """``content_block_start``: open a ``tool_use``, ``thinking`` or ``redacted_thinking``
+        block; a ``text`` block's initial text."""
         start = data.get("content_block")
         if not isinstance(start, dict):
             return None
@@ -289,11 +320,20 @@ class _MessageStream:
             text = start.get("text")
             if text and isinstance(text, str):
                 return TextEvent(text)
+        elif kind == "thinking":
+            block = self.thinking[_block_index(data)] = _ThinkingBlock()
+            _add_thinking(block, start.get("thinking"), start.get("signature"))
+        elif kind == "redacted_thinking":
+            redacted = start.get("data")
+            self.thinking[_block_index(data)] = _ThinkingBlock(
+                redacted_data=redacted if isinstance(redacted, str) else ""
+            )
         return None
 
     def block_delta(self, data: dict[str, Any]) -> ModelEvent | None:
         """``content_block_delta``: a ``text_delta`` becomes a ``TextEvent``; an
-        ``input_json_delta`` piece is added to its ``tool_use`` block."""
+        ``input_json_delta`` piece is added to its ``tool_use`` block, a ``thinking_delta`` or
+        ``signature_delta`` to its ``thinking`` block."""
         delta = data.get("delta")
         if not isinstance(delta, dict):
             return None
@@ -307,13 +347,20 @@ class _MessageStream:
             piece = delta.get("partial_json")
             if block is not None and isinstance(piece, str):
                 block.parts.append(piece)
+        elif kind == "thinking_delta" or kind == "signature_delta":
+            thinking = self.thinking.get(_block_index(data))
+            if thinking is not None:
+                _add_thinking(thinking, delta.get("thinking"), delta.get("signature"))
         return None
 
     def block_stop(self, data: dict[str, Any]) -> ModelEvent | None:
-        """``content_block_stop``: a whole ``tool_use`` block becomes a ``ToolCallEvent``."""
-        block = self.blocks.pop(_block_index(data), None)
+        """``content_block_stop``: a whole ``tool_use`` block becomes a ``ToolCallEvent``, a
+        thinking block a ``ReasoningEvent``."""
+        index = _block_index(data)
+        block = self.blocks.pop(index, None)
         if block is None:
-            return None
+            thinking = self.thinking.pop(index, None)
+            return ReasoningEvent(thinking.reasoning()) if thinking is not None else None
         if self.held or not block.complete():
             self.held.append(block)
             return None
@@ -332,8 +379,8 @@ class _MessageStream:
         raise in_stream_error(PROVIDER, data, self.secrets)
 
     def finish(self, stopped: bool) -> Iterator[ModelEvent]:
-        """The calls still pending, in order, then ``DoneEvent``; ``stopped``: ``message_stop``
-        was seen.
+        """The thinking blocks and calls still pending, in order, then ``DoneEvent``;
+        ``stopped``: ``message_stop`` was seen.
 
         Raises:
             ProviderError: no ``message_stop`` and no stop reason (retryable); ``max_tokens``
@@ -352,9 +399,19 @@ class _MessageStream:
                 "Raise max_tokens or ask for shorter arguments.",
                 kind="max_tokens",
             )
+        for index in sorted(self.thinking):
+            yield ReasoningEvent(self.thinking[index].reasoning())
         for block in pending:
             yield ToolCallEvent(block.call())
         yield DoneEvent(self.stop_reason)
+
+
+def _add_thinking(block: _ThinkingBlock, text: Any, signature: Any) -> None:
+    """Add a piece of thinking text and/or of its signature (strings only) to ``block``."""
+    if isinstance(text, str) and text:
+        block.parts.append(text)
+    if isinstance(signature, str) and signature:
+        block.signature = (block.signature or "") + signature
 
 
 def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
@@ -365,11 +422,13 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
         secrets: strings to redact from error texts.
 
     Returns:
-        A generator: a ``TextEvent`` per non-empty ``text_delta``; a ``ToolCallEvent`` per
-        ``tool_use`` block at its ``content_block_stop`` when its JSON is a whole object (a call
-        with empty or broken JSON, and every call after it, waits for the ``stop_reason``, so a
-        call cut by ``max_tokens`` is never emitted); then ``DoneEvent(stop_reason)``. ``ping``,
-        ``thinking`` blocks and unknown event types are ignored. A cut after ``message_delta``
+        A generator: a ``TextEvent`` per non-empty ``text_delta``; a ``ReasoningEvent`` per
+        ``thinking`` block (``thinking_delta`` text, ``signature_delta``) or ``redacted_thinking``
+        block (``data``) at its ``content_block_stop``; a ``ToolCallEvent`` per ``tool_use``
+        block at its ``content_block_stop`` when its JSON is a whole object (a call with empty or
+        broken JSON, and every call after it, waits for the ``stop_reason``, so a call cut by
+        ``max_tokens`` is never emitted); then ``DoneEvent(stop_reason)``. ``ping`` and unknown
+        event types are ignored. A cut after ``message_delta``
         (stop reason known) but before ``message_stop`` counts as complete.
 
     Raises:

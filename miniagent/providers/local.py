@@ -481,12 +481,19 @@ class LocalServer:
         """Return an ``OpenAIChatClient`` for this server (``POST {base_url}/v1/chat/completions``).
 
         ``options`` go to ``OpenAIChatClient`` as keyword arguments; ``temperature`` defaults to
-        the server's (0) and ``max_tokens`` to 1024 (a runaway answer of the small model stops
-        after ~10 s). The client does not own the server: closing the server is the caller's job.
+        the server's (0), ``max_tokens`` to 1024 (a runaway answer of the small model stops
+        after ~10 s) and ``tool_call_markup`` to true (a ``<tool_call>`` block that llama.cpp's
+        parser missed is still a call, issue 11). The client does not own the server: closing
+        the server is the caller's job.
         """
         from .openai import OpenAIChatClient
 
-        options = {"temperature": self.temperature, "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS, **options}
+        options = {
+            "temperature": self.temperature,
+            "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS,
+            "tool_call_markup": True,
+            **options,
+        }
 
         client: ModelClient = OpenAIChatClient(self.alias, base_url=self.openai_base_url, **options)
         return client

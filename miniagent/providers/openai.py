@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
-from ..messages import Message, ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, ToolSpec
+from ..messages import Message, Reasoning, ToolCall
+from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
+from ._local_template import ToolCallMarkup, parse_tool_call_block
 from .sse import SSEEvent
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
@@ -40,6 +41,9 @@ class OpenAIChatClient(HTTPClient):
             retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
         temperature: sent when given.
         max_tokens: sent as ``max_tokens`` when given (output token limit).
+        tool_call_markup: also take Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
+            in the text as tool calls (for servers whose tool-call parser misses some, like a
+            small local model's; see ``map_chat_stream``). Default off.
 
     Raises:
         ProviderError: no API key for a non-local server.
@@ -57,6 +61,7 @@ class OpenAIChatClient(HTTPClient):
         settings: HTTPSettings | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        tool_call_markup: bool = False,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
@@ -67,6 +72,7 @@ class OpenAIChatClient(HTTPClient):
             temperature=temperature,
         )
         self.max_tokens = max_tokens
+        self.tool_call_markup = tool_call_markup
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
@@ -99,7 +105,11 @@ class OpenAIChatClient(HTTPClient):
             max_tokens=self.max_tokens,
             extra_body=self.extra_body,
         )
-        return self._stream("/chat/completions", body, request, map_chat_stream)
+        return self._stream("/chat/completions", body, request, self._map)
+
+    def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+        """``map_chat_stream`` with this client's options."""
+        return map_chat_stream(events, secrets=secrets, tool_call_markup=self.tool_call_markup)
 
 
 def build_chat_body(
@@ -117,7 +127,9 @@ def build_chat_body(
     Shape: ``{"model", "messages", "stream": true[, "tools"][, "temperature"][, "max_tokens"]}``
     with ``messages`` = optional ``{"role": "system"}`` first, then ``user`` messages,
     ``assistant`` messages (``content`` null when only calls, ``tool_calls`` of
-    ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``) and ``tool``
+    ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``,
+    ``reasoning_content``: the text of the reasoning the message carried, when it carried any,
+    as DeepSeek, vLLM and llama.cpp take it back) and ``tool``
     messages (``tool_call_id``, ``content``). Tool calls and results are paired first
     (``pair_tool_messages``), so a trimmed history is still accepted.
     """
@@ -129,6 +141,9 @@ def build_chat_body(
             wire.append({"role": "user", "content": message.content})
         elif message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            thought = [r.text for r in message.reasoning if r.redacted_data is None]
+            if thought:
+                item["reasoning_content"] = "".join(thought)
             if message.tool_calls:
                 item["tool_calls"] = [_wire_call(call) for call in message.tool_calls]
             wire.append(item)
@@ -252,20 +267,38 @@ class _Calls:
                     "Raise max_tokens or ask for shorter arguments.",
                     kind="max_tokens",
                 )
-            call_id = item.id or f"call_{self.stream_tag}_{item.ordinal}"
-            calls.append(ToolCall(call_id, item.name, tool_input, error))
+            calls.append(ToolCall(item.id or self._made_up_id(item.ordinal), item.name, tool_input, error))
         return calls
 
+    def from_markup(self, body: str) -> ToolCall:
+        """The call written in the body of a ``<tool_call>`` block of the text, with a made-up id."""
+        name, tool_input, error = parse_tool_call_block(body)
+        self.count += 1
+        return ToolCall(self._made_up_id(self.count - 1), name, tool_input, error)
 
-def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+    def _made_up_id(self, ordinal: int) -> str:
+        """An id for a call the server gave none: unique to this stream and call."""
+        return f"call_{self.stream_tag}_{ordinal}"
+
+
+def map_chat_stream(
+    events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = (), tool_call_markup: bool = False
+) -> Iterator[ModelEvent]:
     """Map chat-completion chunk events to model events.
 
     Args:
         events: the decoded SSE events of one response.
         secrets: strings to redact from error texts.
+        tool_call_markup: also read Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
+            as text (a server whose tool-call parser missed them) as tool calls
+            (``_local_template.ToolCallMarkup``); the blocks are not part of the text.
 
     Returns:
-        A generator: a ``TextEvent`` per non-empty ``delta.content`` of choice 0; the tool calls
+        A generator: a ``TextEvent`` per non-empty ``delta.content`` or ``delta.refusal`` (a
+        refusal is the turn's text) of choice 0; a ``ReasoningEvent`` per run of
+        ``delta.reasoning_content`` (DeepSeek, vLLM, llama.cpp) or ``delta.reasoning``
+        (OpenRouter) pieces, when the answer starts or the stream ends (a field present but
+        empty still counts: DeepSeek wants it back on a tool-call turn); the tool calls
         (accumulated by ``index``; id and name may come only in the first fragment, the whole
         call in one chunk, arguments missing or ``""``) as ``ToolCallEvent``s when a
         ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; then one
@@ -278,6 +311,8 @@ def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()
             with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
     calls = _Calls()
+    markup = ToolCallMarkup() if tool_call_markup else None
+    thought: list[str] | None = None  # the open reasoning block's pieces
     finish_reason: str | None = None
     done = False
     for event in events:
@@ -298,16 +333,35 @@ def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()
                 continue
             delta = choice.get("delta")
             if isinstance(delta, dict):
+                piece = delta.get("reasoning_content")
+                if piece is None:
+                    piece = delta.get("reasoning")
+                if isinstance(piece, str):
+                    if thought is None:
+                        thought = []
+                    if piece:
+                        thought.append(piece)
                 text = delta.get("content")
-                if text and isinstance(text, str):
-                    yield TextEvent(text)
+                if not text or not isinstance(text, str):
+                    text = delta.get("refusal")
                 fragments = delta.get("tool_calls")
+                if thought is not None and (text or fragments):
+                    yield _reasoning_event(thought)
+                    thought = None
+                if text and isinstance(text, str):
+                    if markup is None:
+                        yield TextEvent(text)
+                    else:
+                        yield from _markup_events(markup.feed(text), calls)
                 if fragments and isinstance(fragments, list):
                     for fragment in fragments:
                         calls.add(fragment)
             reason = choice.get("finish_reason")
             if reason and isinstance(reason, str):
                 finish_reason = reason
+                if thought is not None:
+                    yield _reasoning_event(thought)
+                    thought = None
                 for call in calls.take(reason):
                     yield ToolCallEvent(call)
     if not done and finish_reason is None:
@@ -315,6 +369,24 @@ def map_chat_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()
             f"{PROVIDER} stream ended before the response was complete (no finish_reason and no [DONE])",
             retryable=True,
         )
+    if thought is not None:
+        yield _reasoning_event(thought)
+    if markup is not None:
+        prose, body = markup.finish()
+        yield from _markup_events((prose, [body] if body is not None else []), calls)
     for call in calls.take(finish_reason):
         yield ToolCallEvent(call)
     yield DoneEvent(finish_reason)
+
+
+def _reasoning_event(pieces: list[str]) -> ReasoningEvent:
+    return ReasoningEvent(Reasoning("".join(pieces)))
+
+
+def _markup_events(split: tuple[str, list[str]], calls: _Calls) -> Iterator[ModelEvent]:
+    """The prose and the calls of ``ToolCallMarkup.feed``'s result, as events."""
+    prose, bodies = split
+    if prose:
+        yield TextEvent(prose)
+    for body in bodies:
+        yield ToolCallEvent(calls.from_markup(body))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -172,7 +171,7 @@ def open_for_reading(root: Path, resolved: Path) -> tuple[BinaryIO, int]:
 
 
 def _temporary_name(name: str) -> str:
-    return f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    return f".{name[:200]}.{os.urandom(6).hex()}.tmp"  # not `secrets`: it costs ~20 ms to import
 
 
 def write_bytes(root: Path, resolved: Path, data: bytes, *, make_folders: bool = False) -> bool:

@@ -1,12 +1,14 @@
 """A stdio MCP server (standard library only) that talks back during ``tools/call``: before it
 answers, it sends the client a ``ping`` request, a ``sampling/createMessage`` request (which this
 client does not offer), a log message and ``notifications/tools/list_changed``, and reports the
-client's answers in the result. Its second tools/list adds a tool."""
+client's answers in the result. Its second tools/list adds a tool. Two unlisted tools:
+``hang`` never answers; ``heard`` returns the notifications received so far (JSON)."""
 
 import json
 import sys
 
 listed = 0
+heard: list[dict] = []
 
 
 def send(message: dict) -> None:
@@ -19,13 +21,20 @@ def ask(request_id: str, method: str) -> dict:
     return json.loads(sys.stdin.readline())
 
 
+result: dict
 for line in sys.stdin:
     request = json.loads(line)
     method = request.get("method")
     if "id" not in request:
+        heard.append({"method": method, **(request.get("params") or {})})
         continue
-    if method == "initialize":
-        result: dict = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}}
+    name = (request.get("params") or {}).get("name")
+    if name == "hang":
+        continue
+    if name == "heard":
+        result = {"content": [{"type": "text", "text": json.dumps(heard)}]}
+    elif method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}}
     elif method == "tools/list":
         listed += 1
         names = ["talk"] if listed == 1 else ["talk", "later"]

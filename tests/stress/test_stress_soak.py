@@ -111,19 +111,22 @@ def test_per_turn_time_does_not_grow(tmp_path: Path) -> None:
 
 
 def kept_message_cost(turns: int) -> float:
-    """Bytes per turn of simply keeping the same two messages per turn in a list (tracemalloc)."""
+    """Bytes per turn of simply keeping the same two messages per turn in a list, and their call
+    ids in a set (the loop's index that keeps call ids unique in the record), with tracemalloc."""
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
         kept: list[Message] = []
+        ids: set[str] = set()
         for i in range(turns):
             call = ToolCall(f"call_{i}", "echo", {"text": f"turn {i} " + "x" * 40})
             kept.append(Message("assistant", "", (call,)))
+            ids.add(call.id)
             kept.append(Message("tool", "echo: " + call.input["text"], (), call.id, False))
         used = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    del kept
+    del kept, ids
     return used / turns
 
 
