@@ -378,7 +378,7 @@ def test_a_tool_call_reply_becomes_one_call_event(server_stub: Any) -> None:
         {"content": text[:20], "stop": False}, {"content": text[20:], "stop": False}, {"stop": True}
     )
     out = list(server_stub._map(events))
-    assert [type(e).__name__ for e in out] == ["ToolCallEvent", "DoneEvent"]
+    assert [type(e).__name__ for e in out] == ["ToolCallEvent", "UsageEvent", "DoneEvent"]
     assert out[0].call.name == "read_file" and out[0].call.input == {"path": "a.txt"}
 
 

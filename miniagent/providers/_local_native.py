@@ -17,7 +17,7 @@ Invariants:
   only the new part of the prompt is evaluated. The hash covers the model file (path, size,
   mtime), the context size and the prefix text. A slot file that fails to restore is ignored.
 - Text is streamed as it comes (``TextEvent`` per chunk); a tool call is one ``ToolCallEvent``
-  when the reply ends; then ``DoneEvent``.
+  when the reply ends; then a ``UsageEvent`` (llama.cpp's token counts, cost 0) and ``DoneEvent``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..messages import ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent
+from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from ..usage import Usage
 from . import _local_prompt
 from ._client import HTTPClient
 from ._config import HTTPSettings
@@ -250,6 +251,7 @@ class LocalChatClient(HTTPClient):
             )
         if is_call:
             yield ToolCallEvent(_parse_call(text))
+        yield UsageEvent(_usage(self.last_stats))
         yield DoneEvent()
 
     # --- the prompt cache on disk ---------------------------------------------------------------
@@ -308,6 +310,23 @@ def _prune(folder: Path) -> None:
         files = sorted(folder.glob("prefix-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in files[_MAX_SLOT_FILES:]:
             old.unlink(missing_ok=True)
+
+
+def _usage(stats: dict[str, Any]) -> Usage:
+    """One request's ``Usage`` from llama.cpp's counts: every prompt token (cached ones included),
+    the cached part as ``cache_read_tokens``; a local model costs nothing (``cost_usd`` 0)."""
+
+    def count(key: str) -> int:
+        value = stats.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return Usage(
+        input_tokens=count("prompt_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cached_tokens"),
+        requests=1,
+        cost_usd=0.0,
+    )
 
 
 def _parse_call(text: str) -> ToolCall:
