@@ -79,6 +79,76 @@ def _row(name: str, job: dict[str, Any], target: str = "", met: bool | None = No
     return Row(name, f"{job['total']:.1f} s", target, met, note)
 
 
+CACHE_TURNS = 10
+CACHE_TARGET = 0.9  # issue 15: turns 2..10 read >= 90% of their input from the prompt cache
+CACHE_SYSTEM = (
+    "You are a helpful assistant. Answer every question with one short sentence. "
+    "Keep answers plain: no lists, no code, no markdown."
+)
+
+
+def _conversation(server: Any, stable: bool) -> tuple[list[float], list[Any]]:
+    """A ``CACHE_TURNS``-turn conversation through the OpenAI client (usage asked for): per-turn
+    seconds and ``Usage``. ``stable=False`` starts the system prompt with a per-request value,
+    as a timestamp would, so no request shares a prefix with the one before."""
+    from miniagent import Message, ModelRequest, TextEvent, UsageEvent
+
+    client = server.openai_client(max_tokens=24)
+    history: list[Any] = []
+    seconds: list[float] = []
+    usages: list[Any] = []
+    try:
+        for turn in range(CACHE_TURNS):
+            system = CACHE_SYSTEM if stable else f"Request {time.time_ns()}. {CACHE_SYSTEM}"
+            history.append(Message("user", f"Question {turn + 1}: name one colour of the rainbow."))
+            start = time.perf_counter()
+            events = list(client.stream(ModelRequest(system, list(history), ())))
+            seconds.append(time.perf_counter() - start)
+            text = "".join(e.text for e in events if isinstance(e, TextEvent))
+            history.append(Message("assistant", text or "Red."))
+            usages += [e.usage for e in events if isinstance(e, UsageEvent)]
+    finally:
+        client.close()
+    return seconds, usages
+
+
+def _prompt_cache_rows(section: Any, server: Any) -> None:
+    """Rows: the cached share of turns 2..10 with a stable prefix, and per-turn latency with and
+    without one (the llama.cpp server reuses the longest common token prefix of its slot)."""
+    from .common import median
+
+    stable_seconds, stable = _conversation(server, stable=True)
+    moving_seconds, moving = _conversation(server, stable=False)
+    later = stable[1:]
+    if len(later) != CACHE_TURNS - 1 or not all(u.input_tokens for u in later):
+        section.rows.append(Row("prompt cache", "no usage reported", "", None, ""))
+        return
+    share = min(u.cache_read_tokens / u.input_tokens for u in later)
+    section.rows.append(
+        Row(
+            f"prompt cache: cached share of input, turns 2..{CACHE_TURNS} (stable prefix)",
+            f"{share:.0%} (lowest)",
+            f">= {CACHE_TARGET:.0%}",
+            share >= CACHE_TARGET,
+            f"{sum(u.cache_read_tokens for u in later)} of {sum(u.input_tokens for u in later)} input tokens "
+            "read from the cache",
+        )
+    )
+    moving_input = max(1, sum(u.input_tokens for u in moving[1:]))
+    moving_share = sum(u.cache_read_tokens for u in moving[1:]) / moving_input
+    stable_turn, moving_turn = median(stable_seconds[1:]), median(moving_seconds[1:])
+    section.rows.append(
+        Row(
+            f"prompt cache: seconds per turn, turns 2..{CACHE_TURNS}",
+            f"{stable_turn:.2f} s stable, {moving_turn:.2f} s without",
+            "",
+            None,
+            f"{moving_turn / stable_turn:.2f}x slower when the system prompt starts with a per-request "
+            f"value ({moving_share:.0%} cached)",
+        )
+    )
+
+
 def run(report: Report, quick: bool) -> None:
     section = report.section("local_model", "The main job on the embedded local model")
     if not have("xllamacpp"):
@@ -105,6 +175,10 @@ def run(report: Report, quick: bool) -> None:
         cold = _job("native", workspace, cache)
         warm = _job("native", workspace, cache)
         before_again = _job("openai", workspace, None)
+    from miniagent.providers.local import LocalServer
+
+    with LocalServer() as server:  # issue 15: the in-server prompt cache across turns
+        _prompt_cache_rows(section, server)
     base = min(before["total"], before_again["total"])
     ratio = base / warm["total"] if warm["total"] else 0.0
     section.rows.append(_row("openai API (before), first run", before))

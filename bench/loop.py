@@ -29,6 +29,7 @@ from .common import Report, Row, fmt_us, fmt_x, have, median
 PER_TURN_TARGET = 20e-6
 GROWTH_TARGET = 1.5
 PEER_TARGET = 1.5
+USAGE_TARGET = 1.1  # issue 15: per-turn overhead with usage events within 10%
 PEER_BUDGET_SECONDS = 25.0  # most wall time one peer run at one size may take (estimated first)
 
 
@@ -50,8 +51,14 @@ def _miniagent_run(turns: int, mode: str) -> float:
 
     script: list[list[object]] = [[ToolCall(f"call_{i}", "ping", {"x": i})] for i in range(turns - 1)]
     script.append(["done"])
-    client = ScriptedClient(script, record_messages=False)  # type: ignore[arg-type]
     options: dict[str, object] = {}
+    if mode == "usage":  # a UsageEvent per turn, summed, and both budgets checked before each request
+        from miniagent import Usage
+
+        used = Usage(1000, 20, 900, 0, 1, 0.0001)
+        script = [[*items, used] for items in script]
+        options.update(max_total_tokens=10**12, max_cost_usd=10.0**9)
+    client = ScriptedClient(script, record_messages=False)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as folder:
         if mode == "session":
             options["session_path"] = os.path.join(folder, "session.jsonl")
@@ -201,6 +208,8 @@ def run(report: Report, quick: bool) -> None:
         _miniagent_run(50, mode)  # warm-up
         for n in sizes:
             mini[mode, n] = _measure(lambda t, m=mode: _miniagent_run(t, m), n, repeats[n])  # type: ignore[misc]
+    pairs = [(_miniagent_run(500, "memory"), _miniagent_run(500, "usage")) for _ in range(repeats[500])]
+    plain, mini["usage", 500] = median([a for a, _ in pairs]), median([b for _, b in pairs])  # interleaved
     labels = {"memory": "in memory", "session": "with a session file", "trim": "with context_max_chars"}
     for mode in ("memory", "session", "trim"):
         for n in sizes:
@@ -219,6 +228,21 @@ def run(report: Report, quick: bool) -> None:
                     f"miniagent {labels[mode]}, {n} turns", fmt_us(mini[mode, n]) + "/turn", target, met, note
                 )
             )
+
+    usage_ratio = mini["usage", 500] / plain
+    section.rows.append(
+        Row(
+            "miniagent in memory with usage and budgets, 500 turns",
+            fmt_us(mini["usage", 500]) + "/turn",
+            f"<= {USAGE_TARGET}x in memory",
+            usage_ratio <= USAGE_TARGET,
+            f"{fmt_x(usage_ratio)} the cost in memory (measured alongside)",
+        )
+    )
+    section.notes.append(
+        "With usage: every turn also streams a `UsageEvent` (summed into `RunResult.usage`) and the "
+        "run has `max_total_tokens` and `max_cost_usd`, checked before each request."
+    )
 
     peer_sizes = (50, 500)
     peer_repeats = {50: 3 if quick else 7, 500: 1 if quick else 3}  # fewer when a run is long

@@ -16,7 +16,9 @@ Surrogates: a ``str`` can hold lone surrogates (U+D800..U+DFFF) -- a file name o
 ``surrogateescape``, a ``"\\ud800"`` JSON escape from a model -- which have no UTF-8 form.
 ``replace_surrogates`` puts U+FFFD in their place, ``undecodable_replaced`` turns the bytes that
 ``surrogateescape`` kept into U+FFFD, and ``utf8`` encodes any text without raising.
-(JSON keeps them exactly instead, as ASCII escapes: ``messages.json_utf8``.)
+(JSON keeps them exactly instead, as ASCII escapes: ``messages.json_utf8``.) A pair split across
+two streamed deltas is joined by the stream mappers with ``SurrogateJoiner`` /
+``join_surrogates``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ __all__ = [
     "undecodable_replaced",
     "utf8",
     "SURROGATES",
+    "SurrogateJoiner",
+    "join_surrogates",
 ]
 
 SURROGATES = re.compile("[\ud800-\udfff]")
@@ -131,3 +135,37 @@ def utf8(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return replace_surrogates(text).encode("utf-8")
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with every high+low surrogate pair made the one character the pair encodes (a
+    server that escapes UTF-16 halves as ``\\uXXXX`` may split them across deltas, and Python
+    does not join two lone surrogates by concatenation). Lone surrogates stay as they are."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+class SurrogateJoiner:
+    """Joins a surrogate pair split across two text deltas (issue 13): a delta that ends with a
+    high surrogate keeps it back and puts it before the next delta; ``flush`` gives back a half
+    still held when the text ends (left as it is: nothing is invented)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        """Hold nothing."""
+        self.held = ""
+
+    def feed(self, text: str) -> str:
+        """The part of the non-empty delta ``text`` that can be shown now (maybe ``""``)."""
+        if self.held:
+            text = join_surrogates(self.held + text)
+            self.held = ""
+        if "\ud800" <= text[-1] <= "\udbff":
+            self.held = text[-1]
+            return text[:-1]
+        return text
+
+    def flush(self) -> str:
+        """The held high surrogate, if any (``""`` otherwise); holds nothing afterwards."""
+        held, self.held = self.held, ""
+        return held

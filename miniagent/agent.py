@@ -13,7 +13,9 @@ decides when to stop. Invariants, each tested:
   cancel (``aborted before execution`` / ``aborted during execution``) or a failure
   (``approval failed`` / ``tool execution failed``, then ``not executed after an earlier failure``);
   on failure the original exception object is re-raised and no exception text is recorded.
-- ``max_turns`` counts this run's requests only; the restored history does not use it up.
+- ``max_turns`` counts this run's requests only; the restored history does not use it up. The
+  budgets (``max_total_tokens``, ``max_cost_usd``) count this run's ``usage`` and are checked
+  before each request, after the previous turn's calls were all answered.
 - Call ids are unique within the record: a call whose id repeats one already received (in this
   turn, an earlier one, or the restored history) gets ``unique_call_id``'s suffix as it arrives,
   so every result pairs with one call.
@@ -24,6 +26,7 @@ decides when to stop. Invariants, each tested:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +69,7 @@ __all__ = [
 
 _log = Logger("miniagent.agent")  # requests, tools, stop reason (see _log: nothing until an app logs)
 
-StopReason = Literal["complete", "max_turns", "aborted"]
+StopReason = Literal["complete", "max_turns", "aborted", "max_budget"]
 
 # Literal texts of the contract (DESIGN.md, "The loop").
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
@@ -76,7 +79,7 @@ TOOL_EXECUTION_FAILED = "tool execution failed"
 APPROVAL_FAILED = "approval failed"
 NOT_APPROVED = "tool call not approved"
 
-_EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "aborted": 130}
+_EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "max_budget": 3, "aborted": 130}
 
 
 @dataclass(slots=True)
@@ -122,10 +125,11 @@ class RunResult:
 
 
 def exit_code_for_stop_reason(stop_reason: StopReason) -> int:
-    """Map a stop reason to a process exit code: complete 0, max_turns 2, aborted 130.
+    """Map a stop reason to a process exit code: complete 0, max_turns 2, max_budget 3,
+    aborted 130.
 
     Raises:
-        ValueError: not one of the three stop reasons.
+        ValueError: not one of the four stop reasons.
     """
     try:
         return _EXIT_CODES[stop_reason]
@@ -148,8 +152,10 @@ def run_agent(
     on_message: Callable[[Message], None] | None = None,
     session_fsync: bool = False,
     session: SessionStore | None = None,
+    max_total_tokens: int | None = None,
+    max_cost_usd: float | None = None,
 ) -> RunResult:
-    """Run the agent loop in the caller's thread until complete, max_turns or aborted.
+    """Run the agent loop in the caller's thread until complete, max_turns, max_budget or aborted.
 
     Args:
         client: the model (``stream(request)`` yields events).
@@ -170,25 +176,37 @@ def run_agent(
         session: an open ``SessionStore`` to restore from and append to, instead of
             ``session_path``; the run does not close it, so the next run on the same store goes on
             from this one's record (a ``JSONLSession`` does not read its file again).
+        max_total_tokens: stop with ``max_budget`` before a request once this run's
+            ``usage.input_tokens + usage.output_tokens`` has reached it (an int >= 0); ``None``:
+            no limit. Counts what the client reports in ``UsageEvent``s.
+        max_cost_usd: the same for ``usage.cost_usd`` (US dollars, a finite number >= 0). A cost
+            that cannot be known is never taken as zero: ``ValueError`` before anything is
+            written when the client says up front it cannot price its model
+            (``client.can_price()`` is false), else at the first check after a request whose
+            usage came without a cost.
 
     Returns:
-        ``RunResult(messages, stop_reason)``: every message (restored ones first).
+        ``RunResult(messages, stop_reason, usage)``: every message (restored ones first) and
+        the sum of this run's ``UsageEvent``s.
 
     Raises:
         EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
         SessionError: the session has a bad line or is locked by another run.
         TypeError: ``session`` is not a ``SessionStore``.
         ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, both
-            ``session`` and ``session_path`` (or ``session_fsync``) given, a budget
-            < 1, a ``user`` message larger than the budget (raised before anything is written),
-            or, later, a newest unit larger than the budget).
+            ``session`` and ``session_path`` (or ``session_fsync``) given, a bad
+            ``max_total_tokens`` / ``max_cost_usd``, a cost budget the client cannot price, a
+            context budget < 1, a ``user`` message larger than the context budget (raised before
+            anything is written), or, later, a newest unit larger than the context budget).
         OSError: appending to the session failed.
         Exception: whatever the model client, the approval hook or a tool raised, the original
             object, after the current and remaining calls were closed.
     """
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
         raise ValueError(f"max_turns must be an int >= 0, got {max_turns!r}")
+    budget = _Budget.checked(max_total_tokens, max_cost_usd, client)
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
+    loop.budget = budget
     if session is not None:
         _check_store(session, session_path, session_fsync)
         return loop.run(user, max_turns, session, context_max_chars)  # the caller closes it
@@ -238,8 +256,9 @@ class _Loop:
         self.on_message = on_message
         self.messages: list[Message] = []
         self.session: SessionStore | None = None
-        self.usage = Usage()
+        self.usage = _Tally()
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
+        self.budget: _Budget | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -263,6 +282,8 @@ class _Loop:
         self.record(message)
         try:
             for turn in range(1, max_turns + 1):
+                if self.budget is not None and self.budget.reached(self.usage):
+                    return self.stop("max_budget")
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
                 _log.info("request %d: %d messages", turn, len(window))
                 started = time.monotonic()
@@ -305,10 +326,10 @@ class _Loop:
                 elif isinstance(event, ToolCallEvent):
                     event = self.unique_call(event)
                     calls.append(event.call)
+                elif isinstance(event, UsageEvent):
+                    self.usage.add(event.usage)
                 elif isinstance(event, ReasoningEvent):
                     reasoning.append(event.reasoning)
-                elif isinstance(event, UsageEvent):
-                    self.usage += event.usage
                 if self.on_event is not None:
                     self.on_event(event)
         except Exception:
@@ -457,7 +478,88 @@ class _Loop:
 
     def stop(self, reason: StopReason) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
-        return RunResult(self.messages, reason, self.usage)
+        return RunResult(self.messages, reason, self.usage.total())
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """A run's token and cost limits (DESIGN.md, "Budgets"), checked before each request."""
+
+    max_total_tokens: int | None
+    max_cost_usd: float | None
+
+    @classmethod
+    def checked(cls, max_total_tokens: object, max_cost_usd: object, client: ModelClient) -> _Budget | None:
+        """The budget of ``run_agent``'s arguments, or ``None`` when there is none.
+
+        Raises:
+            ValueError: a limit of the wrong type or range, or a cost limit for a client that
+                says it cannot price its model.
+        """
+        tokens, cost = max_total_tokens, max_cost_usd
+        if tokens is None and cost is None:
+            return None
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0):
+            raise ValueError(f"max_total_tokens must be an int >= 0, got {tokens!r}")
+        if cost is not None:
+            if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf:
+                raise ValueError(f"max_cost_usd must be a finite number >= 0 (US dollars), got {cost!r}")
+            can_price = getattr(client, "can_price", None)
+            if callable(can_price) and not can_price():
+                raise ValueError(_UNPRICED)
+        return cls(tokens, None if cost is None else float(cost))
+
+    def reached(self, usage: _Tally) -> bool:
+        """Whether ``usage`` (this run's so far) has reached a limit.
+
+        Raises:
+            ValueError: a cost limit, and requests were made whose cost is unknown.
+        """
+        if self.max_total_tokens is not None and usage.input + usage.output >= self.max_total_tokens:
+            return True
+        if self.max_cost_usd is None:
+            return False
+        if usage.unpriced:
+            raise ValueError(_UNPRICED)
+        return usage.cost >= self.max_cost_usd
+
+
+class _Tally:
+    """This run's usage as running sums: ``Usage`` addition without a new object per request
+    (the loop adds one per turn). ``total()`` is the ``Usage`` that summing the events gives."""
+
+    __slots__ = ("cache_read", "cache_write", "cost", "input", "output", "priced", "requests", "unpriced")
+
+    def __init__(self) -> None:
+        self.input = self.output = self.cache_read = self.cache_write = self.requests = 0
+        self.cost = 0.0
+        self.priced = False  # some usage came with a cost
+        self.unpriced = False  # some request came without one: the total cost is unknown
+
+    def add(self, usage: Usage) -> None:
+        """Add one ``UsageEvent``'s usage."""
+        self.input += usage.input_tokens
+        self.output += usage.output_tokens
+        self.cache_read += usage.cache_read_tokens
+        self.cache_write += usage.cache_write_tokens
+        self.requests += usage.requests
+        if usage.cost_usd is not None:
+            self.cost += usage.cost_usd
+            self.priced = True
+        elif usage.requests:
+            self.unpriced = True
+
+    def total(self) -> Usage:
+        """The sum as a ``Usage`` (cost ``None`` when unknown or never reported)."""
+        cost = self.cost if self.priced and not self.unpriced else None
+        return Usage(self.input, self.output, self.cache_read, self.cache_write, self.requests, cost)
+
+
+_UNPRICED = (
+    "max_cost_usd needs the cost of each request, but the client cannot price its model: pass "
+    "prices={'input': ..., 'output': ...} (US dollars per million tokens) to create_client, or "
+    "install the price table with pip install 'miniagent[cost]'"
+)
 
 
 class _Aborted(Exception):

@@ -117,8 +117,8 @@ def _to_event(item: ScriptItem) -> ModelEvent:
         return TextEvent(item)
     if isinstance(item, ToolCall):
         return ToolCallEvent(item)
-    if isinstance(item, Reasoning):
-        return ReasoningEvent(item)
     if isinstance(item, Usage):
         return UsageEvent(item)
+    if isinstance(item, Reasoning):
+        return ReasoningEvent(item)
     return item

@@ -109,6 +109,16 @@ def test_agent_reads_a_file_through_the_local_model(server: LocalServer, tmp_pat
     print(f"{api}: run_agent {time.monotonic() - started:.2f} s", file=sys.stderr)
     assert result.stop_reason == "complete"
     _assert_reads_notes(result.messages, log)
+    # Usage from the embedded model (issue 15): every request reported, free, and the second
+    # request reads the shared prefix (system prompt, examples, question) from the prompt cache.
+    if api == "native":  # llama.cpp's /completion client (the local lane's) reports no usage yet
+        return
+    usage = result.usage
+    assert usage.requests == sum(m.role == "assistant" for m in result.messages)
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.cost_usd == 0.0
+    if api == "openai":
+        assert usage.cache_read_tokens > usage.input_tokens // 3
 
 
 @pytest.mark.local_model

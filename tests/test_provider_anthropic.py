@@ -212,8 +212,15 @@ def test_request_body_shape_and_headers() -> None:
         "model": "claude-test",
         "max_tokens": 123,
         "stream": True,
-        "system": "sys",
-        "tools": [{"name": "w", "description": "Weather.", "input_schema": {"type": "object"}}],
+        "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+        "tools": [
+            {
+                "name": "w",
+                "description": "Weather.",
+                "input_schema": {"type": "object"},
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
             {
@@ -229,7 +236,7 @@ def test_request_body_shape_and_headers() -> None:
                 "content": [
                     {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"},
                     {"type": "tool_result", "tool_use_id": "t2", "content": "failed", "is_error": True},
-                    {"type": "text", "text": "and tomorrow?"},
+                    {"type": "text", "text": "and tomorrow?", "cache_control": {"type": "ephemeral"}},
                 ],
             },
         ],

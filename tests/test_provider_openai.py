@@ -382,7 +382,7 @@ def test_request_body_shape() -> None:
     body = captured.body
     assert body["model"] == "test-model" and body["stream"] is True
     assert body["temperature"] == 0.0 and body["max_tokens"] == 50
-    assert "stream_options" not in body
+    assert body["stream_options"] == {"include_usage": True}  # the usage chunk (issue 15)
     assert body["tools"] == [
         {
             "type": "function",

@@ -47,8 +47,7 @@ from miniagent import (
     run_agent,
     tool,
 )
-from miniagent.providers import create_client
-from miniagent.providers._retry import RetryPolicy
+from miniagent.providers import RetryPolicy, create_client
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -539,3 +538,48 @@ def test_duplicate_ids_from_a_scripted_client_are_made_unique() -> None:
     result = run_agent(client=client, system="", tools=[t], user="q", max_turns=2)
     assert [c.id for c in result.messages[1].tool_calls] == ["a", "a_2", "a_2_2"]
     assert [m.tool_call_id for m in result.messages if m.role == "tool"] == ["a", "a_2", "a_2_2"]
+
+
+# --- issue 13, kind 6: a surrogate pair split across two text deltas ----------------------------
+
+EMOJI = "\U0001f600"
+HIGH, LOW = "\ud83d", "\ude00"
+
+
+def test_openai_surrogate_pair_split_across_deltas_is_joined(tmp_path: Path) -> None:
+    body = sse(
+        {"choices": [{"index": 0, "delta": {"reasoning_content": "think " + HIGH}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": LOW}}]},
+        {"choices": [{"index": 0, "delta": {"content": "smile " + HIGH}}]},
+        {"choices": [{"index": 0, "delta": {"content": LOW + " ok"}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    )
+    assert b"\\ud83d" in body  # the halves travel as JSON escapes
+    session = tmp_path / "s.jsonl"
+    with ProviderServer(Reply([body])) as server:
+        client = create_client("openai", "m", f"{server.url}/v1", "key", retry=NO_RETRY)
+        result = run_agent(client=client, system="", tools=[], user="q", max_turns=1, session_path=session)
+        client.close()  # type: ignore[attr-defined]
+    assert result.messages[-1].content == f"smile {EMOJI} ok"
+    assert result.messages[-1].reasoning == (Reasoning(f"think {EMOJI}"),)
+    assert result.messages[-1].content.encode("utf-8")
+    assert EMOJI in session.read_text(encoding="utf-8")
+
+
+def test_anthropic_surrogate_pair_split_across_deltas_is_joined() -> None:
+    body = anthropic_sse(
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a" + HIGH}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": LOW}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b" + HIGH}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    )
+    with ProviderServer(Reply([body])) as server:
+        client = create_client("anthropic", "m", server.url, "key", retry=NO_RETRY)
+        outcome = run(client.stream(request()))
+        client.close()  # type: ignore[attr-defined]
+    assert outcome.text == f"a{EMOJI}b{HIGH}"  # a half left at the end stays as it came
+    assert [e.text for e in outcome.events if e.type == "text"] == ["a", EMOJI, "b", HIGH]

@@ -57,7 +57,7 @@ DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 """Model used when ``create_client`` gets no ``model`` (the local client picks its own)."""
 
 _SETTING_NAMES = frozenset(f.name for f in fields(HTTPSettings))
-_CLIENT_OPTIONS = frozenset(("temperature", "max_tokens", "tool_call_markup"))
+_CLIENT_OPTIONS = frozenset(("temperature", "max_tokens", "tool_call_markup", "prices", "prompt_cache"))
 
 
 def create_client(
@@ -78,9 +78,12 @@ def create_client(
         **options: the fields of ``HTTPSettings`` (``read_timeout``, ``connect_timeout``,
             ``stream_timeout`` in seconds, ``retry`` a ``RetryPolicy``, ``headers``,
             ``extra_body``), built here into one ``HTTPSettings`` and given to the client; and
-            the request options ``temperature`` and ``max_tokens``; ``tool_call_markup``
-            (``openai`` only: read ``<tool_call>`` blocks left in the text as calls). For
-            ``local`` they go to the HTTP client of the embedded server.
+            the request options ``temperature`` and ``max_tokens``; ``prices`` (US dollars per
+            million tokens, ``{"input", "output"[, "cache_read"][, "cache_write"]}``, for
+            ``Usage.cost_usd``); ``tool_call_markup`` (``openai`` only: read ``<tool_call>``
+            blocks left in the text as calls); ``prompt_cache`` (``anthropic`` only, default on:
+            ``cache_control`` breakpoints on the stable prefix). For ``local`` they go to the
+            HTTP client of the embedded server.
 
     Returns:
         An object with ``stream(request)`` (and ``close()``).

@@ -11,7 +11,12 @@ from ..validation import json_type_name
 from ._errors import redact, truncate
 from .sse import SSEEvent
 
-__all__ = ["load_event_json", "nonfinite_problem", "parse_tool_input"]
+__all__ = [
+    "count",
+    "load_event_json",
+    "nonfinite_problem",
+    "parse_tool_input",
+]
 
 _loads = json.loads
 
@@ -108,3 +113,9 @@ def nonfinite_problem(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend(item)
     return None
+
+
+def count(value: Any) -> int:
+    """A token count from an event: a non-negative int as it is, anything else (missing, null,
+    a string, a negative or fractional number, a boolean) 0."""
+    return value if type(value) is int and value > 0 else 0

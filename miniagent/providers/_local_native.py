@@ -117,8 +117,14 @@ class LocalChatClient(HTTPClient):
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         allow_answer_first: bool = False,
+        **ignored: Any,
     ) -> None:
-        """Configure the client; no request is made until ``stream``."""
+        """Configure the client; no request is made until ``stream``. Options of the HTTP clients
+        that do not apply here (``prices``: a local model costs 0; ``tool_call_markup``,
+        ``prompt_cache``: this client's own prompt and cache) are accepted and ignored."""
+        unknown = set(ignored) - {"prices", "tool_call_markup", "prompt_cache"}
+        if unknown:
+            raise TypeError(f"LocalChatClient got unexpected options: {', '.join(sorted(unknown))}")
         from .local import DEFAULT_MAX_OUTPUT_TOKENS
 
         super().__init__(server.alias, server.base_url, None, settings=settings, temperature=temperature)

@@ -11,15 +11,28 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
+from .._text import SurrogateJoiner, join_surrogates
 from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
+from ..model import (
+    DoneEvent,
+    ModelEvent,
+    ModelRequest,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
-from ._decode import load_event_json, nonfinite_problem, parse_tool_input
+from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
+from ._pricing import Pricer
 from .sse import SSEEvent
 
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
@@ -32,6 +45,7 @@ TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
 (after trimming or a resume): the Messages API requires the first message to be a user turn."""
 
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_CACHED: dict[str, Any] = {"cache_control": {"type": "ephemeral"}}
 
 
 class AnthropicClient(HTTPClient):
@@ -49,9 +63,15 @@ class AnthropicClient(HTTPClient):
         settings: the HTTP settings (``HTTPSettings``: read, connect and stream timeouts,
             retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
         temperature: sent when given.
+        prompt_cache: mark the stable prefix with ``cache_control`` breakpoints (default on;
+            see ``build_messages_body``).
+        prices: US dollars per million tokens, ``{"input", "output"[, "cache_read"]
+            [, "cache_write"]}``, for ``Usage.cost_usd``; default: the ``genai-prices`` table
+            (extra ``cost``) when the server is Anthropic's, else unknown.
 
     Raises:
         ProviderError: no API key for a non-local server.
+        ValueError: bad ``prices``.
     """
 
     _provider = PROVIDER
@@ -67,6 +87,8 @@ class AnthropicClient(HTTPClient):
         *,
         settings: HTTPSettings | None = None,
         temperature: float | None = None,
+        prompt_cache: bool = True,
+        prices: Mapping[str, float] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
@@ -79,6 +101,14 @@ class AnthropicClient(HTTPClient):
         if self.base_url.endswith("/v1"):  # the OpenAI-style root: "/v1" is added per request
             self.base_url = self.base_url[: -len("/v1")]
         self.max_tokens = max_tokens
+        self.prompt_cache = prompt_cache
+        official = _host(self.base_url) == "api.anthropic.com"
+        self._pricer = Pricer(model, "anthropic" if official else None, self.base_url, prices)
+
+    def can_price(self) -> bool:
+        """Whether the cost of this client's requests can be known (user prices, or a model the
+        price table knows); imports ``genai-prices`` when needed."""
+        return self._pricer.can_price()
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}
@@ -109,8 +139,13 @@ class AnthropicClient(HTTPClient):
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             extra_body=self.extra_body,
+            prompt_cache=self.prompt_cache,
         )
-        return self._stream("/v1/messages", body, request, map_messages_stream)
+        return self._stream("/v1/messages", body, request, self._map)
+
+    def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+        """``map_messages_stream`` with this client's prices."""
+        return map_messages_stream(events, secrets=secrets, price=self._pricer.priced)
 
 
 def build_messages_body(
@@ -122,27 +157,43 @@ def build_messages_body(
     max_tokens: int = 4096,
     temperature: float | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    prompt_cache: bool = True,
 ) -> dict[str, Any]:
     """The JSON body of a streaming Messages API request.
 
     Shape: ``{"model", "max_tokens", "messages", "stream": true[, "system"][, "tools"]}``, tools
     as ``{"name", "description", "input_schema"}``. The messages are made valid for the API
     (see ``build_messages``).
+
+    With ``prompt_cache`` (the default), ``cache_control: {"type": "ephemeral"}`` breakpoints
+    mark the stable prefix (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
+    the last tool, the system prompt (then sent as one ``text`` block) and the last block of
+    the newest user message (a user text or the tool results), so a long run reads its history
+    from the cache instead of paying for it again each turn. Three breakpoints of the four
+    allowed. Everything before a breakpoint is built the same way every turn (tools in the
+    given order, keys in a fixed order, no per-request values), so the prefix is byte-stable.
     """
+    wire = build_messages(messages)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "messages": build_messages(messages),
+        "messages": wire,
         "stream": True,
     }
     if system:
-        body["system"] = system
+        body["system"] = [{"type": "text", "text": system, **_CACHED}] if prompt_cache else system
     specs = [
         {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
         for spec in tools
     ]
     if specs:
+        if prompt_cache:
+            specs[-1].update(_CACHED)
         body["tools"] = specs
+    if prompt_cache:
+        newest_user = next((turn for turn in reversed(wire) if turn["role"] == "user"), None)
+        if newest_user is not None:
+            newest_user["content"][-1] = {**newest_user["content"][-1], **_CACHED}
     if temperature is not None:
         body["temperature"] = temperature
     if extra_body:
@@ -215,6 +266,11 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return turns
 
 
+def _host(url: str) -> str:
+    """The lower-case host name of ``url`` (``""`` when it has none)."""
+    return (urlsplit(url).hostname or "").lower()
+
+
 def _replayable(block: Reasoning) -> bool:
     """Whether the API can take ``block`` back: it carries a signature or redacted data."""
     return block.signature is not None or block.redacted_data is not None
@@ -269,7 +325,7 @@ class _ThinkingBlock:
 
     def reasoning(self) -> Reasoning:
         """The finished block: its text joined, signature and redacted data as received."""
-        return Reasoning("".join(self.parts), self.signature, self.redacted_data)
+        return Reasoning(join_surrogates("".join(self.parts)), self.signature, self.redacted_data)
 
 
 def _block_index(data: dict[str, Any]) -> int:
@@ -288,16 +344,20 @@ class _MessageStream:
     is never emitted; ``stop_reason`` is the last ``message_delta``'s.
     """
 
-    def __init__(self, secrets: tuple[str, ...]) -> None:
+    def __init__(self, secrets: tuple[str, ...], price: Callable[[Usage], Usage] | None = None) -> None:
         self.secrets = secrets
+        self.price = price
+        self.usage: dict[str, Any] = {}  # the latest value of each usage field
         self.blocks: dict[int, _ToolBlock] = {}
         self.thinking: dict[int, _ThinkingBlock] = {}
+        self.text = SurrogateJoiner()
         self.held: list[_ToolBlock] = []
         self.stop_reason: str | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], ModelEvent | None]] = {
             "content_block_delta": self.block_delta,
             "content_block_start": self.block_start,
             "content_block_stop": self.block_stop,
+            "message_start": self.message_start,
             "message_delta": self.message_delta,
             "error": self.error,
         }
@@ -319,7 +379,8 @@ class _MessageStream:
         elif kind == "text":
             text = start.get("text")
             if text and isinstance(text, str):
-                return TextEvent(text)
+                text = self.text.feed(text)
+                return TextEvent(text) if text else None
         elif kind == "thinking":
             block = self.thinking[_block_index(data)] = _ThinkingBlock()
             _add_thinking(block, start.get("thinking"), start.get("signature"))
@@ -341,7 +402,8 @@ class _MessageStream:
         if kind == "text_delta":
             text = delta.get("text")
             if text and isinstance(text, str):
-                return TextEvent(text)
+                text = self.text.feed(text)
+                return TextEvent(text) if text else None
         elif kind == "input_json_delta":
             block = self.blocks.get(_block_index(data))
             piece = delta.get("partial_json")
@@ -366,8 +428,20 @@ class _MessageStream:
             return None
         return ToolCallEvent(block.call())
 
+    def message_start(self, data: dict[str, Any]) -> ModelEvent | None:
+        """``message_start``: remember the usage so far (input tokens, cache use)."""
+        message = data.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else None
+        if isinstance(usage, dict):
+            self.usage.update(usage)
+        return None
+
     def message_delta(self, data: dict[str, Any]) -> ModelEvent | None:
-        """``message_delta``: remember the ``stop_reason``."""
+        """``message_delta``: remember the ``stop_reason`` and the usage (its counts are
+        cumulative: the last one wins)."""
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.usage.update(usage)
         delta = data.get("delta")
         reason = delta.get("stop_reason") if isinstance(delta, dict) else None
         if reason and isinstance(reason, str):
@@ -399,11 +473,27 @@ class _MessageStream:
                 "Raise max_tokens or ask for shorter arguments.",
                 kind="max_tokens",
             )
+        held = self.text.flush()
+        if held:
+            yield TextEvent(held)
         for index in sorted(self.thinking):
             yield ReasoningEvent(self.thinking[index].reasoning())
         for block in pending:
             yield ToolCallEvent(block.call())
+        if self.usage:
+            usage = messages_usage(self.usage)
+            yield UsageEvent(self.price(usage) if self.price is not None else usage)
         yield DoneEvent(self.stop_reason)
+
+
+def messages_usage(data: Mapping[str, Any]) -> Usage:
+    """A Messages API ``usage`` object as a ``Usage`` of one request: ``input_tokens`` is the sum
+    of the API's ``input_tokens`` (the uncached part), ``cache_creation_input_tokens`` and
+    ``cache_read_input_tokens`` (DESIGN.md: cached tokens count as input)."""
+    fresh = count(data.get("input_tokens"))
+    written = count(data.get("cache_creation_input_tokens"))
+    read = count(data.get("cache_read_input_tokens"))
+    return Usage(fresh + written + read, count(data.get("output_tokens")), read, written, 1)
 
 
 def _add_thinking(block: _ThinkingBlock, text: Any, signature: Any) -> None:
@@ -414,22 +504,30 @@ def _add_thinking(block: _ThinkingBlock, text: Any, signature: Any) -> None:
         block.signature = (block.signature or "") + signature
 
 
-def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
+def map_messages_stream(
+    events: Iterable[SSEEvent],
+    *,
+    secrets: tuple[str, ...] = (),
+    price: Callable[[Usage], Usage] | None = None,
+) -> Iterator[ModelEvent]:
     """Map Messages API stream events to model events.
 
     Args:
         events: the decoded SSE events of one response.
         secrets: strings to redact from error texts.
+        price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
 
     Returns:
-        A generator: a ``TextEvent`` per non-empty ``text_delta``; a ``ReasoningEvent`` per
+        A generator: a ``TextEvent`` per non-empty ``text_delta`` (a surrogate pair split across
+        two deltas is joined: ``SurrogateJoiner``); a ``ReasoningEvent`` per
         ``thinking`` block (``thinking_delta`` text, ``signature_delta``) or ``redacted_thinking``
         block (``data``) at its ``content_block_stop``; a ``ToolCallEvent`` per ``tool_use``
         block at its ``content_block_stop`` when its JSON is a whole object (a call with empty or
         broken JSON, and every call after it, waits for the ``stop_reason``, so a call cut by
-        ``max_tokens`` is never emitted); then ``DoneEvent(stop_reason)``. ``ping`` and unknown
-        event types are ignored. A cut after ``message_delta``
-        (stop reason known) but before ``message_stop`` counts as complete.
+        ``max_tokens`` is never emitted); one ``UsageEvent`` (``messages_usage`` of the usage in
+        ``message_start`` and ``message_delta``) when the server sent any; then
+        ``DoneEvent(stop_reason)``. ``ping`` and unknown event types are ignored. A cut after
+        ``message_delta`` (stop reason known) but before ``message_stop`` counts as complete.
 
     Raises:
         ProviderError: an ``error`` event (``kind`` = its type; retryable for
@@ -437,7 +535,7 @@ def map_messages_stream(events: Iterable[SSEEvent], *, secrets: tuple[str, ...] 
             ``stop_reason: "max_tokens"`` while a tool call is cut; the stream ended before a
             stop reason (retryable).
     """
-    state = _MessageStream(secrets)
+    state = _MessageStream(secrets, price)
     handlers = state.handlers
     stopped = False
     for event in events:

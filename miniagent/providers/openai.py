@@ -9,19 +9,32 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from .._text import SurrogateJoiner, join_surrogates
 from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, ReasoningEvent, TextEvent, ToolCallEvent, ToolSpec
+from ..model import (
+    DoneEvent,
+    ModelEvent,
+    ModelRequest,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
-from ._decode import load_event_json, parse_tool_input
+from ._decode import count, load_event_json, parse_tool_input
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
 from ._local_template import ToolCallMarkup, parse_tool_call_block
+from ._pricing import Pricer
 from .sse import SSEEvent
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
@@ -44,9 +57,13 @@ class OpenAIChatClient(HTTPClient):
         tool_call_markup: also take Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
             in the text as tool calls (for servers whose tool-call parser misses some, like a
             small local model's; see ``map_chat_stream``). Default off.
+        prices: US dollars per million tokens, ``{"input", "output"[, "cache_read"]
+            [, "cache_write"]}``, for ``Usage.cost_usd``; default: the ``genai-prices`` table
+            (extra ``cost``) for OpenAI's API or a server it knows by its URL, else unknown.
 
     Raises:
         ProviderError: no API key for a non-local server.
+        ValueError: bad ``prices``.
     """
 
     _provider = PROVIDER
@@ -62,6 +79,7 @@ class OpenAIChatClient(HTTPClient):
         temperature: float | None = None,
         max_tokens: int | None = None,
         tool_call_markup: bool = False,
+        prices: Mapping[str, float] | None = None,
     ) -> None:
         """Configure the client; no connection is made until ``stream``."""
         super().__init__(
@@ -73,6 +91,13 @@ class OpenAIChatClient(HTTPClient):
         )
         self.max_tokens = max_tokens
         self.tool_call_markup = tool_call_markup
+        official = (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
+        self._pricer = Pricer(model, "openai" if official else None, self.base_url, prices)
+
+    def can_price(self) -> bool:
+        """Whether the cost of this client's requests can be known (user prices, or a model the
+        price table knows); imports ``genai-prices`` when needed."""
+        return self._pricer.can_price()
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
@@ -109,7 +134,9 @@ class OpenAIChatClient(HTTPClient):
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
         """``map_chat_stream`` with this client's options."""
-        return map_chat_stream(events, secrets=secrets, tool_call_markup=self.tool_call_markup)
+        return map_chat_stream(
+            events, secrets=secrets, tool_call_markup=self.tool_call_markup, price=self._pricer.priced
+        )
 
 
 def build_chat_body(
@@ -124,7 +151,8 @@ def build_chat_body(
 ) -> dict[str, Any]:
     """The JSON body of a streaming chat completions request.
 
-    Shape: ``{"model", "messages", "stream": true[, "tools"][, "temperature"][, "max_tokens"]}``
+    Shape: ``{"model", "messages", "stream": true, "stream_options": {"include_usage": true}
+    [, "tools"][, "temperature"][, "max_tokens"]}`` (the usage chunk feeds ``UsageEvent``)
     with ``messages`` = optional ``{"role": "system"}`` first, then ``user`` messages,
     ``assistant`` messages (``content`` null when only calls, ``tool_calls`` of
     ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``,
@@ -149,7 +177,12 @@ def build_chat_body(
             wire.append(item)
         else:
             wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
-    body: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": wire,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     specs = [{"type": "function", "function": _wire_function(spec)} for spec in tools]
     if specs:
         body["tools"] = specs
@@ -282,7 +315,11 @@ class _Calls:
 
 
 def map_chat_stream(
-    events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = (), tool_call_markup: bool = False
+    events: Iterable[SSEEvent],
+    *,
+    secrets: tuple[str, ...] = (),
+    tool_call_markup: bool = False,
+    price: Callable[[Usage], Usage] | None = None,
 ) -> Iterator[ModelEvent]:
     """Map chat-completion chunk events to model events.
 
@@ -292,18 +329,22 @@ def map_chat_stream(
         tool_call_markup: also read Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
             as text (a server whose tool-call parser missed them) as tool calls
             (``_local_template.ToolCallMarkup``); the blocks are not part of the text.
+        price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
 
     Returns:
         A generator: a ``TextEvent`` per non-empty ``delta.content`` or ``delta.refusal`` (a
-        refusal is the turn's text) of choice 0; a ``ReasoningEvent`` per run of
+        refusal is the turn's text) of choice 0, a surrogate pair split across two deltas
+        joined (``SurrogateJoiner``); a ``ReasoningEvent`` per run of
         ``delta.reasoning_content`` (DeepSeek, vLLM, llama.cpp) or ``delta.reasoning``
         (OpenRouter) pieces, when the answer starts or the stream ends (a field present but
         empty still counts: DeepSeek wants it back on a tool-call turn); the tool calls
         (accumulated by ``index``; id and name may come only in the first fragment, the whole
         call in one chunk, arguments missing or ``""``) as ``ToolCallEvent``s when a
-        ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; then one
-        ``DoneEvent(finish_reason)``. Chunks with empty ``choices`` (usage) are skipped; a
-        missing ``[DONE]`` after a ``finish_reason`` is fine.
+        ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; one
+        ``UsageEvent`` (``chat_usage`` of the last ``usage`` object, which servers send in a
+        chunk with empty ``choices`` when asked with ``stream_options.include_usage``, or on
+        every chunk) when the server sent any; then one ``DoneEvent(finish_reason)``. A missing
+        ``[DONE]`` after a ``finish_reason`` is fine.
 
     Raises:
         ProviderError: an ``{"error": ...}`` chunk (retryable for server/rate-limit kinds); data
@@ -311,8 +352,11 @@ def map_chat_stream(
             with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
     calls = _Calls()
+    joiner = SurrogateJoiner()
     markup = ToolCallMarkup() if tool_call_markup else None
     thought: list[str] | None = None  # the open reasoning block's pieces
+    usage: dict[str, Any] | None = None  # the last usage object
+    timings: Any = None  # llama.cpp's timings next to it
     finish_reason: str | None = None
     done = False
     for event in events:
@@ -327,6 +371,9 @@ def map_chat_stream(
             continue
         if chunk.get("error") or event.event == "error":
             raise in_stream_error(PROVIDER, chunk, secrets)
+        reported = chunk.get("usage")
+        if isinstance(reported, dict):
+            usage, timings = reported, chunk.get("timings")
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -349,9 +396,11 @@ def map_chat_stream(
                     yield _reasoning_event(thought)
                     thought = None
                 if text and isinstance(text, str):
-                    if markup is None:
+                    if joiner.held or "\ud800" <= text[-1] <= "\udbff":  # half a surrogate pair
+                        text = joiner.feed(text)
+                    if text and markup is None:
                         yield TextEvent(text)
-                    else:
+                    elif text and markup is not None:
                         yield from _markup_events(markup.feed(text), calls)
                 if fragments and isinstance(fragments, list):
                     for fragment in fragments:
@@ -371,16 +420,39 @@ def map_chat_stream(
         )
     if thought is not None:
         yield _reasoning_event(thought)
+    held = joiner.flush()
     if markup is not None:
+        prose, bodies = markup.feed(held) if held else ("", [])
+        yield from _markup_events((prose, bodies), calls)
         prose, body = markup.finish()
         yield from _markup_events((prose, [body] if body is not None else []), calls)
+    elif held:
+        yield TextEvent(held)
     for call in calls.take(finish_reason):
         yield ToolCallEvent(call)
+    if usage is not None:
+        used = chat_usage(usage, timings)
+        yield UsageEvent(price(used) if price is not None else used)
     yield DoneEvent(finish_reason)
 
 
+def chat_usage(data: Mapping[str, Any], timings: Any = None) -> Usage:
+    """A chat-completions ``usage`` object as a ``Usage`` of one request: ``prompt_tokens``
+    (cached ones included, as the API counts them) and ``completion_tokens``; the cached part
+    from ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, llama.cpp), else DeepSeek's
+    ``prompt_cache_hit_tokens``, else llama.cpp's ``timings.cache_n``."""
+    prompt = count(data.get("prompt_tokens"))
+    details = data.get("prompt_tokens_details")
+    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    if not cached:
+        cached = count(data.get("prompt_cache_hit_tokens"))
+    if not cached and isinstance(timings, dict):
+        cached = count(timings.get("cache_n"))
+    return Usage(prompt, count(data.get("completion_tokens")), min(cached, prompt), 0, 1)
+
+
 def _reasoning_event(pieces: list[str]) -> ReasoningEvent:
-    return ReasoningEvent(Reasoning("".join(pieces)))
+    return ReasoningEvent(Reasoning(join_surrogates("".join(pieces))))
 
 
 def _markup_events(split: tuple[str, list[str]], calls: _Calls) -> Iterator[ModelEvent]:
