@@ -14,7 +14,7 @@ Public shape:
   on llama.cpp); so does process exit (``atexit``), and the child exits by itself when this
   process dies (its stdin pipe closes). Its process group is in ``toolbox.process``'s registry,
   which the CLI's emergency exit kills.
-- ``create_local_client(model=None, *, api="native", ...)``: start a server and return a
+- ``create_local_client(model=None, *, api="openai", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
   ``create_client("local", model=...)`` calls.
 - ``default_model_path()``: the default GGUF (SmolLM2-135M-Instruct Q4_1, ~98 MB), found in the
@@ -500,7 +500,10 @@ class LocalServer:
             **options,
         }
 
-        client: ModelClient = OpenAIChatClient(self.alias, base_url=self.openai_base_url, **options)
+        class LocalOpenAIClient(OpenAIChatClient):
+            _provider = "local model"  # its HTTP and connection errors name the local model
+
+        client: ModelClient = LocalOpenAIClient(self.alias, base_url=self.openai_base_url, **options)
         return client
 
     def anthropic_client(self, **options: Any) -> ModelClient:
@@ -521,7 +524,10 @@ class LocalServer:
             **options,
         }
 
-        client: ModelClient = AnthropicClient(self.alias, base_url=self.base_url, **options)
+        class LocalAnthropicClient(AnthropicClient):
+            _provider = "local model"
+
+        client: ModelClient = LocalAnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
 
     def native_client(self, **options: Any) -> ModelClient:
@@ -651,7 +657,7 @@ class LocalModelClient:
 def create_local_client(
     model: str | os.PathLike[str] | None = None,
     *,
-    api: Api = "native",
+    api: Api = "openai",
     client_options: dict[str, Any] | None = None,
     **server_options: Any,
 ) -> LocalModelClient:
@@ -662,10 +668,11 @@ def create_local_client(
 
     Args:
         model: ``None`` for the default SmolLM2-135M-Instruct, or a path to a ``.gguf`` file.
-        api: ``"native"`` (default: llama.cpp's ``/completion`` with miniagent's prompt, demos,
-            grammar and the prompt cache on disk, see ``_local_native``), ``"openai"``
-            (``/v1/chat/completions``) or ``"anthropic"`` (``/v1/messages``), both with the
-            chat template of ``_local_template``.
+        api: ``"openai"`` (default: ``/v1/chat/completions``) or ``"anthropic"``
+            (``/v1/messages``), both with the chat template of ``_local_template``; or
+            ``"native"`` (llama.cpp's ``/completion`` with miniagent's prompt, demos, grammar and
+            the prompt cache on disk, see ``_local_native``: not yet the default, it missed the
+            main job once in the CLI test).
         client_options: keyword arguments for the client (``LocalChatClient``,
             ``OpenAIChatClient`` or ``AnthropicClient``), e.g. ``max_tokens``, ``stream_timeout``.
         **server_options: keyword arguments for ``LocalServer`` (``n_ctx``, ``threads``,
