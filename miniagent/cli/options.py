@@ -115,6 +115,25 @@ class Options:
             "session stays valid.",
         ),
     ] = None
+    max_total_tokens: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-total-tokens",
+            min=1,
+            metavar="N",
+            help="Stop before a model request once the run used N tokens (input + output; exit 3).",
+        ),
+    ] = None
+    max_cost: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--max-cost",
+            min=0.0,
+            metavar="USD",
+            help="Stop before a model request once the run cost USD dollars (exit 3); refused when "
+            "the model's price is unknown.",
+        ),
+    ] = None
     verbose: Annotated[
         int,
         typer.Option(

@@ -84,5 +84,7 @@ def _run_and_report(runner: Runner, prompt: str) -> int:
         runner.display.finish_run("aborted", EXIT_SIGINT)
         runner.display.status("\nminiagent: aborted (while the model was starting; nothing was sent)")
         return EXIT_SIGINT
+    except UsageProblem:
+        raise  # exit 64, after the runner closed
     except Exception as error:
         return runner.fail(error)

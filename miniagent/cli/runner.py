@@ -31,7 +31,7 @@ from ..errors import MiniagentError, ProviderError, SessionError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
-from .checks import tool_output_chars
+from .checks import UsageProblem, tool_output_chars
 from .defaults import (
     EXIT_ERROR,
     EXIT_SIGPIPE,
@@ -189,6 +189,21 @@ class Runner:
             self.display.idle()
         if self.client is None:  # --timeout while it was starting (the thread is abandoned)
             raise TimedOut(f"--timeout {self.options.timeout:g}: the model did not start in time")
+        self._check_price()
+
+    def _check_price(self) -> None:
+        """``--max-cost`` needs the price of the model: refuse it now, before any request, when the
+        client says it cannot price its model (``can_price()``).
+
+        Raises:
+            UsageProblem: the cost of this model cannot be known.
+        """
+        can_price = getattr(self.client, "can_price", None)
+        if self.options.max_cost is not None and callable(can_price) and not can_price():
+            raise UsageProblem(
+                f"--max-cost {self.options.max_cost:g} needs the price of the model, which is not known "
+                "here: install the price table (pip install 'miniagent[cost]') or use --max-total-tokens"
+            )
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
@@ -369,6 +384,8 @@ class Runner:
             context_max_chars=self.options.context_max_chars,
             on_event=on_event,
             on_message=self.display.on_message,
+            max_total_tokens=self.options.max_total_tokens,
+            max_cost_usd=self.options.max_cost,
         )
         self.display.run_usage = getattr(result, "usage", None)
         if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
@@ -402,11 +419,16 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def report_stop(self, stop_reason: StopReason | None) -> None:
-        """A note on stderr when the run did not complete (``max_turns``, ``aborted``)."""
+        """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``)."""
         turns = self.options.max_turns
         if stop_reason == "max_turns":
             self.display.note(
                 f"miniagent: stopped after {turns} turn{'' if turns == 1 else 's'} (--max-turns); "
+                "the last tool results are recorded"
+            )
+        elif stop_reason == "max_budget":
+            self.display.note(
+                "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
                 "the last tool results are recorded"
             )
         elif stop_reason == "aborted":
