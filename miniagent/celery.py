@@ -126,10 +126,16 @@ def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunRes
     from .providers import create_client
 
     cancel = threading.Event()
+    finished = threading.Event()  # not Thread.is_alive(): an interrupted join() can leave it wrong
     outcome: dict[str, Any] = {}
 
     def target() -> None:
-        client = create_client(agent.provider, agent.model, agent.base_url, **agent.client_options)
+        try:
+            client = create_client(agent.provider, agent.model, agent.base_url, **agent.client_options)
+        except BaseException as error:
+            outcome["error"] = error
+            finished.set()
+            return
         try:
             outcome["result"] = run_agent(
                 client=client,
@@ -143,18 +149,22 @@ def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunRes
         except BaseException as error:  # handed to the task thread
             outcome["error"] = error
         finally:
-            close = getattr(client, "close", None)
-            if close is not None:
-                close()
+            try:
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                finished.set()
 
     in_main = threading.current_thread() is threading.main_thread()  # prefork and solo pools
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: cancel.set()) if in_main else None
     worker = threading.Thread(target=target, name="miniagent-run", daemon=True)
     try:
         worker.start()
-        while worker.is_alive():
+        while True:
             try:
-                worker.join(0.5)
+                if finished.wait(0.5):
+                    break
             except BaseException:  # SoftTimeLimitExceeded (or another interrupt): stop the run
                 cancel.set()
     finally:

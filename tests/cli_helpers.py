@@ -245,4 +245,3 @@ def spawn_cli(args: Sequence[str], tmp_path: Path, **popen: Any) -> subprocess.P
 def json_lines(stdout: str) -> list[dict[str, Any]]:
     """Parse every stdout line as JSON (fails on any line that is not)."""
     return [json.loads(line) for line in stdout.splitlines()]
-

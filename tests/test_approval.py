@@ -142,9 +142,10 @@ def _read_available(fd: int, until: bytes, within: float = 5.0) -> bytes:
 def test_terminal_through_a_real_pseudo_terminal() -> None:
     master, slave = os.openpty()
     try:
-        with open(slave, encoding="utf-8", closefd=False) as tty_in, open(
-            slave, "w", encoding="utf-8", closefd=False
-        ) as tty_out:
+        with (
+            open(slave, encoding="utf-8", closefd=False) as tty_in,
+            open(slave, "w", encoding="utf-8", closefd=False) as tty_out,
+        ):
             assert tty_in.isatty()
             policy = ask_on_terminal(input=tty_in, output=tty_out)
             os.write(master, b"n not in prod\n")  # typed ahead; the line discipline holds it
@@ -170,13 +171,15 @@ def test_read_only_policy_in_a_run(tmp_path: Path) -> None:
         ]
     )
     result = run_agent(
-        client=client, system="", tools=tools, user="go", max_turns=3,
+        client=client,
+        system="",
+        tools=tools,
+        user="go",
+        max_turns=3,
         before_tool_call=read_only(tools),
     )
     assert result.stop_reason == "complete"
     answers = [m for m in result.messages if m.role == "tool"]
     assert answers[0].is_error and "read-only approval" in answers[0].content
-    assert answers[1] == Message(
-        "tool", "file not found: a.txt", tool_call_id="c2", is_error=True
-    )
+    assert answers[1] == Message("tool", "file not found: a.txt", tool_call_id="c2", is_error=True)
     assert not (tmp_path / "a.txt").exists()

@@ -140,6 +140,19 @@ def test_revoke_with_terminate_aborts_the_run_with_the_session_valid(
     assert took < 3.0  # the bound is 1 s; measured above (loaded 2-core machine: slack)
 
 
+def test_the_soft_time_limit_aborts_the_run(cluster: Cluster, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    spec = cluster.spec(seconds=60.0, steps=1, started_file=str(started))
+    run_id = _run_id()
+    result = cluster.task.apply_async((run_id, "do the work", spec), soft_time_limit=1)
+    outcome = result.get(timeout=60)
+    assert outcome["stop_reason"] == "aborted"
+    stored = cluster.session(run_id)
+    assert stored[-1].content == "worked 0 (cancelled)"
+    assert [m.to_json() for m in stored] == outcome["messages"]
+    assert_every_call_answered_once(stored)
+
+
 def test_a_worker_killed_mid_run_its_task_finishes_on_the_other(cluster: Cluster, tmp_path: Path) -> None:
     started = tmp_path / "started"
     spec = cluster.spec(seconds=1.5, steps=2, started_file=str(started))

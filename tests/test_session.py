@@ -212,4 +212,3 @@ def test_a_file_that_is_not_a_session_is_refused_never_cut(tmp_path: Path, conte
     with pytest.raises(SessionError):
         append_session(path, USER)
     assert path.read_bytes() == content
-

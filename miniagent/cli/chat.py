@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SessionError
-from .checks import check_options, valid_text
+from .checks import UsageProblem, check_options, valid_text
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, default_session_path, session_folder
 from .display import Display, choose_display
 from .logs import configure_logging
@@ -65,6 +65,8 @@ def _chat(runner: Runner) -> int:
     except KeyboardInterrupt:  # while the client was starting
         runner.display.status("\nminiagent: aborted")
         return EXIT_SIGINT
+    except UsageProblem:
+        raise  # exit 64, after the runner closed
     except Exception as error:
         return runner.fail(error)
 

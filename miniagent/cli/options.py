@@ -24,7 +24,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from .._provider_names import PROVIDERS, check_provider
-from .defaults import APPROVALS, DEFAULT_MAX_TURNS
+from .defaults import APPROVALS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_TURNS
 
 __all__ = ["Options", "with_options"]
 
@@ -115,6 +115,25 @@ class Options:
             "session stays valid.",
         ),
     ] = None
+    max_total_tokens: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-total-tokens",
+            min=1,
+            metavar="N",
+            help="Stop before a model request once the run used N tokens (input + output; exit 3).",
+        ),
+    ] = None
+    max_cost: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--max-cost",
+            min=0.0,
+            metavar="USD",
+            help="Stop before a model request once the run cost USD dollars (exit 3); refused when "
+            "the model's price is unknown.",
+        ),
+    ] = None
     verbose: Annotated[
         int,
         typer.Option(
@@ -137,6 +156,27 @@ class Options:
             metavar="FILE",
             help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
             "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
+
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-output-tokens",
+            envvar="MINIAGENT_MAX_OUTPUT_TOKENS",
+            min=1,
+            metavar="N",
+            help="Most tokens the model may write in one reply; a reply cut at the limit is an "
+            "error (exit 1), not an answer.",
+        ),
+    ] = DEFAULT_MAX_OUTPUT_TOKENS
+    stream_timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--stream-timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="Most seconds one streamed reply may take from the request to its end. Default: no limit.",
         ),
     ] = None
 

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
 from ..approval import TerminalApproval
-from ..errors import MiniagentError, SessionError
+from ..errors import MiniagentError, ProviderError, SessionError
 from ..messages import Message, ToolCall
+from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
-from .checks import tool_output_chars
+from .checks import UsageProblem, tool_output_chars
 from .defaults import (
     EXIT_ERROR,
     EXIT_SIGPIPE,
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from ..session import SessionStore
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
+
+CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
+"""Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
+``max_tokens``)."""
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
@@ -123,6 +128,7 @@ class Runner:
         self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
+        self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
 
     def __enter__(self) -> Runner:
         return self
@@ -184,6 +190,21 @@ class Runner:
             self.display.idle()
         if self.client is None:  # --timeout while it was starting (the thread is abandoned)
             raise TimedOut(f"--timeout {self.options.timeout:g}: the model did not start in time")
+        self._check_price()
+
+    def _check_price(self) -> None:
+        """``--max-cost`` needs the price of the model: refuse it now, before any request, when the
+        client says it cannot price its model (``can_price()``).
+
+        Raises:
+            UsageProblem: the cost of this model cannot be known.
+        """
+        can_price = getattr(self.client, "can_price", None)
+        if self.options.max_cost is not None and callable(can_price) and not can_price():
+            raise UsageProblem(
+                f"--max-cost {self.options.max_cost:g} needs the price of the model, which is not known "
+                "here: install the price table (pip install 'miniagent[cost]') or use --max-total-tokens"
+            )
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
@@ -240,6 +261,8 @@ class Runner:
             model=self.options.model,
             base_url=self.options.base_url,
             api_key=None if provider == "local" else api_key,
+            stream_timeout=self.options.stream_timeout,
+            max_tokens=self.options.max_output_tokens,
         )
 
     def close(self) -> None:
@@ -340,7 +363,16 @@ class Runner:
         return timer
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
+        """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
+        (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
         assert self.client is not None
+        finish: list[str | None] = [None]  # the finish reason of the last streamed reply
+
+        def on_event(event: ModelEvent) -> None:
+            if isinstance(event, DoneEvent):
+                finish[0] = event.stop_reason
+            self.display.on_event(event)
+
         result = run_agent(
             client=self.client,
             system=self.system,
@@ -351,10 +383,20 @@ class Runner:
             before_tool_call=self._before_tool_call,
             session=self.store,
             context_max_chars=self.options.context_max_chars,
-            on_event=self.display.on_event,
+            on_event=on_event,
             on_message=self.display.on_message,
+            max_total_tokens=self.options.max_total_tokens,
+            max_cost_usd=self.options.max_cost,
+            output_schema=self.output_schema,
         )
         self.display.run_usage = getattr(result, "usage", None)
+        if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
+            limit = self.options.max_output_tokens
+            raise ProviderError(
+                f"the model's answer was cut at the output-token limit ({limit:,} tokens, stop reason "
+                f"{finish[0]!r}); raise it with --max-output-tokens",
+                kind="max_output_tokens",
+            )
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
@@ -379,11 +421,16 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def report_stop(self, stop_reason: StopReason | None) -> None:
-        """A note on stderr when the run did not complete (``max_turns``, ``aborted``)."""
+        """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``)."""
         turns = self.options.max_turns
         if stop_reason == "max_turns":
             self.display.note(
                 f"miniagent: stopped after {turns} turn{'' if turns == 1 else 's'} (--max-turns); "
+                "the last tool results are recorded"
+            )
+        elif stop_reason == "max_budget":
+            self.display.note(
+                "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
                 "the last tool results are recorded"
             )
         elif stop_reason == "aborted":

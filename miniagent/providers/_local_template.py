@@ -230,12 +230,12 @@ def parse_tool_call_block(body: str) -> tuple[str, dict[str, Any], str | None]:
     assert isinstance(value, dict)
     name = value.get("name")
     if not isinstance(name, str) or not name:
-        return "", {}, "the <tool_call> block has no \"name\""
+        return "", {}, 'the <tool_call> block has no "name"'
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):
         return (name, *parse_tool_input(arguments))
     if not isinstance(arguments, dict):
-        return name, {}, "the <tool_call> block's \"arguments\" is not an object"
+        return name, {}, 'the <tool_call> block\'s "arguments" is not an object'
     nonfinite = nonfinite_problem(arguments)
     if nonfinite is not None:
         return name, {}, f"arguments are not valid JSON: {nonfinite}"
