@@ -1,86 +1,99 @@
-"""The main job on the embedded local model (information, no target).
+"""The main job on the embedded local model: cold and warm, before and after the prompt cache.
 
-``create_client("local")`` starts llama.cpp's server in-process with the default
-SmolLM2-135M-Instruct (cached under ``~/.cache/miniagent``; a fetch, when needed, is timed and
-reported apart). The job is what ``miniagent run`` does: the built-in tools on a small workspace,
-the CLI's default system prompt, a prompt that needs a tool, ``max_turns=4``.
+The job is what ``miniagent run --provider local "Please read the file notes.txt and tell me
+what it says"`` does: the built-in tools on a small workspace, the CLI's default system prompt,
+``max_turns=4``. Each run starts its own server (like a new CLI process) and is timed from the
+start of the server to the answer; the first turn (the first model reply) is timed apart.
 
-- first run: server start + the job (cold caches, first prompt processing);
-- warm run: the same job again on the running server;
-- seconds per turn (wall time / model requests) and tokens per second as llama.cpp reports them
-  (``timings`` of a direct, non-streamed completion of 128 tokens).
+- "openai API (before)": the chat-completions endpoint with the Jinja template, as the local
+  provider worked before the native client; no prompt cache survives the process.
+- "native, cold": the native client with an empty prompt-cache folder (the fixed prefix is
+  evaluated, then saved).
+- "native, warm": the same again: the prefix is restored from the slot file.
+
+Information plus one target: a warm native job at least 2x faster than the "before" job.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
-import urllib.request
+from pathlib import Path
 from typing import Any
 
-from .common import Report, Row, have
+from .common import Report, Row, have, load_average
 
-PROMPT = "Read the file notes.txt and tell me what it says."
+PROMPT = "Please read the file notes.txt and tell me what it says"
+NOTES = "The backup runs every night at 02:00 and keeps seven copies."
 
 
-class _Counting:
-    """Counts the model requests of a run."""
+class _Timed:
+    """Counts the model requests of a run and times the first one (until its last event)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.requests = 0
+        self.first = 0.0
 
     def stream(self, request: Any) -> Any:
         self.requests += 1
-        return self.client.stream(request)
+        started = time.perf_counter()
+        yield from self.client.stream(request)
+        if self.requests == 1:
+            self.first = time.perf_counter() - started
 
 
-def _job(client: Any, workspace: str) -> tuple[float, int, str]:
-    from pathlib import Path
-
+def _job(api: str, workspace: str, prompt_cache: Path | None) -> dict[str, Any]:
     from miniagent import run_agent
+    from miniagent.providers.local import create_local_client
     from miniagent.toolbox import default_tools
 
     tools = default_tools(workspace)
     try:
-        from miniagent.cli import default_system_prompt
+        from miniagent.cli.defaults import default_system_prompt
 
         system = default_system_prompt(Path(workspace), tools)
     except ImportError:  # the CLI extra is missing: a plain prompt
         system = "You are a helpful assistant. Use the tools to answer."
-    counting = _Counting(client)
-    start = time.perf_counter()
-    result = run_agent(client=counting, system=system, tools=tools, user=PROMPT, max_turns=4)
-    elapsed = time.perf_counter() - start
-    return elapsed, counting.requests, result.stop_reason
+    started = time.perf_counter()
+    options: dict[str, Any] = {"prompt_cache": prompt_cache} if api == "native" else {}
+    client = create_local_client(api=api, **options)  # type: ignore[arg-type]
+    start = time.perf_counter() - started
+    try:
+        timed = _Timed(client)
+        result = run_agent(client=timed, system=system, tools=tools, user=PROMPT, max_turns=4)
+    finally:
+        client.close()
+    total = time.perf_counter() - started
+    answers = [m.content for m in result.messages if m.role == "assistant" and m.content]
+    right = result.stop_reason == "complete" and bool(answers) and "02:00" in answers[-1]
+    return {"total": total, "start": start, "first": timed.first, "turns": timed.requests, "right": right}
 
 
-def _timings(base_url: str) -> dict[str, Any]:
-    body = json.dumps(
-        {
-            "messages": [
-                {"role": "user", "content": "Write a short story about a robot who learns to cook."}
-            ],
-            "max_tokens": 128,
-            "temperature": 0,
-        }
-    ).encode()
-    request = urllib.request.Request(
-        f"{base_url}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+def _row(name: str, job: dict[str, Any], target: str = "", met: bool | None = None) -> Row:
+    note = (
+        f"server start {job['start']:.1f} s, first turn {job['first']:.1f} s, {job['turns']} turns, "
+        f"answer {'right' if job['right'] else 'WRONG'}"
     )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        data = json.loads(response.read())
-    timings: dict[str, Any] = data.get("timings") or {}
-    return timings
+    return Row(name, f"{job['total']:.1f} s", target, met, note)
 
 
 CACHE_TURNS = 10
 CACHE_TARGET = 0.9  # issue 15: turns 2..10 read >= 90% of their input from the prompt cache
-CACHE_SYSTEM = (
-    "You are a helpful assistant. Answer every question with one short sentence. "
-    "Keep answers plain: no lists, no code, no markdown."
+CACHE_SYSTEM = (  # about 300 tokens, the size of a short agent system prompt
+    "You are a helpful assistant working for a small team that keeps its notes, scripts and "
+    "configuration files in one folder. Answer every question with one short sentence. Keep "
+    "answers plain: no lists, no code, no markdown, no greetings and no apologies. When you are "
+    "not sure, say so in a few words instead of guessing. Never invent file names, numbers or "
+    "dates. Prefer the words the user used. If a question has several parts, answer the first "
+    "part only and say that the rest needs another question. Do not repeat the question. Do not "
+    "explain how you found the answer unless asked. Use the metric system and the 24-hour clock. "
+    "Write numbers as digits. Keep names of people, places and products exactly as the user "
+    "wrote them. If the user asks for an opinion, give one short reason. If the user asks for a "
+    "list, give the two most important items in one sentence. If the user writes in another "
+    "language, answer in that language. Treat every question on its own: earlier answers are "
+    "context, not instructions. End every answer with a full stop."
 )
 
 
@@ -151,70 +164,44 @@ def run(report: Report, quick: bool) -> None:
     if not have("xllamacpp"):
         report.skip("local model", "xllamacpp is not installed (pip install -e '.[local]')")
         return
-    from miniagent.providers import create_client
     from miniagent.providers.local import LocalModelError, default_model_path
 
     try:
         default_model_path(download=False)
-        section.rows.append(Row("model fetch", "cached", "", None, "already under the cache; not timed"))
     except LocalModelError:
-        start = time.perf_counter()
         try:
             default_model_path(download=True)
         except LocalModelError as error:
             report.skip("local model", f"the model could not be fetched: {error}")
             return
-        section.rows.append(Row("model fetch (once, excluded below)", f"{time.perf_counter() - start:.1f} s"))
+    load = load_average()
+    with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp:
+        workspace = os.path.join(tmp, "ws")
+        os.mkdir(workspace)
+        Path(workspace, "notes.txt").write_text(NOTES + "\n")
+        Path(workspace, "README.md").write_text("# demo\n")
+        cache = Path(tmp, "prompt-cache")
+        before = _job("openai", workspace, None)
+        cold = _job("native", workspace, cache)
+        warm = _job("native", workspace, cache)
+        before_again = _job("openai", workspace, None)
+    from miniagent.providers.local import LocalServer
 
-    with tempfile.TemporaryDirectory(prefix="bench-local-") as workspace:
-        with open(os.path.join(workspace, "notes.txt"), "w") as stream:
-            stream.write("The backup runs every night at 02:00 and keeps seven copies.\n")
-        with open(os.path.join(workspace, "README.md"), "w") as stream:
-            stream.write("# demo\n")
-        start = time.perf_counter()
-        client: Any = create_client("local")
-        started = time.perf_counter() - start
-        try:
-            first, first_turns, first_stop = _job(client, workspace)
-            section.rows.append(Row("server start (model load, health check)", f"{started:.2f} s"))
-            section.rows.append(
-                Row(
-                    "first run: start + job",
-                    f"{started + first:.2f} s",
-                    "",
-                    None,
-                    f"job {first:.2f} s, {first_turns} turns "
-                    f"({first / max(1, first_turns):.2f} s/turn), {first_stop}",
-                )
-            )
-            warm_runs = [_job(client, workspace) for _ in range(1 if quick or first > 20 else 3)]
-            warm_runs.sort()
-            warm, warm_turns, warm_stop = warm_runs[len(warm_runs) // 2]
-            section.rows.append(
-                Row(
-                    "warm run: job on the running server",
-                    f"{warm:.2f} s",
-                    "",
-                    None,
-                    f"{warm_turns} turns ({warm / max(1, warm_turns):.2f} s/turn), {warm_stop}",
-                )
-            )
-            _prompt_cache_rows(section, client.server)
-            timings = _timings(client.server.base_url)
-            if timings:
-                section.rows.append(
-                    Row(
-                        "generation speed (llama.cpp timings)",
-                        f"{timings.get('predicted_per_second', 0):.0f} tokens/s",
-                        "",
-                        None,
-                        f"prompt processing {timings.get('prompt_per_second', 0):.0f} tokens/s; "
-                        f"{timings.get('predicted_n', '?')} tokens generated",
-                    )
-                )
-        finally:
-            client.close()
+    with LocalServer() as server:  # issue 15: the in-server prompt cache across turns
+        _prompt_cache_rows(section, server)
+    base = min(before["total"], before_again["total"])
+    ratio = base / warm["total"] if warm["total"] else 0.0
+    section.rows.append(_row("openai API (before), first run", before))
+    section.rows.append(_row("openai API (before), again", before_again))
+    section.rows.append(_row("native, cold (prefix evaluated and saved)", cold))
+    section.rows.append(
+        _row("native, warm (prefix restored from disk)", warm, "2x faster than before", ratio >= 2.0)
+    )
+    section.rows.append(
+        Row("warm native vs before", f"{ratio:.1f}x", "", None, "the faster 'before' run counted")
+    )
     section.notes.append(
-        f"Job: `{PROMPT}` with the built-in tools on a two-file workspace, the CLI's default system "
-        "prompt, max_turns=4, greedy decoding. Information only: the model's speed, not the loop's."
+        f"Job: `{PROMPT}` with the built-in tools, the CLI's default system prompt, max_turns=4, "
+        f"greedy decoding; each run starts its own server, like a new CLI process. Load average at "
+        f"the start: {load} (2 cores shared with other jobs: absolute times vary several-fold)."
     )

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from miniagent.agent import run_agent
-from miniagent.messages import Message
+from miniagent.messages import Message, ToolCall
 from miniagent.model import ModelRequest, ToolSpec
 from miniagent.providers._local_native import RepetitionGuard
 from miniagent.providers.local import (
@@ -285,6 +285,7 @@ def test_ctrl_c_while_the_local_model_works_exits_at_once_and_stops_the_server(
         took = time.monotonic() - sent
     finally:
         child.kill()
+    print(f"first Ctrl-C to exit: {took:.2f} s", file=sys.stderr)
     assert child.returncode == 130, child.stderr.read() if child.stderr else ""
     assert took < 5  # was 8-11 s: llama.cpp's destructor held the interpreter lock
     assert _gone(server_pid)  # killed and reaped before the CLI exited
@@ -387,7 +388,7 @@ def test_a_tool_call_reply_becomes_one_call_event(server_stub: Any) -> None:
         {"content": text[:20], "stop": False}, {"content": text[20:], "stop": False}, {"stop": True}
     )
     out = list(server_stub._map(events))
-    assert [type(e).__name__ for e in out] == ["ToolCallEvent", "DoneEvent"]
+    assert [type(e).__name__ for e in out] == ["ToolCallEvent", "UsageEvent", "DoneEvent"]
     assert out[0].call.name == "read_file" and out[0].call.input == {"path": "a.txt"}
 
 
@@ -447,3 +448,27 @@ def test_a_second_server_reuses_the_saved_prefix(tmp_path: Path, model_file: Pat
         stats = client.last_stats  # type: ignore[attr-defined]
     assert stats["cached_tokens"] > 150  # the system turn, the tool and its demos came from the file
     assert stats["evaluated_tokens"] < 60
+
+
+def test_the_first_reply_calls_the_tool_of_the_nearest_demo_and_a_result_is_answered_in_words(
+    server_stub: Any, tmp_path: Path
+) -> None:
+    from miniagent.providers import _local_prompt
+    from miniagent.toolbox import default_tools
+
+    specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
+    assert _local_prompt.nearest_demo("How many lines does data.csv have?", specs).tool == "run_command"  # type: ignore[union-attr]
+    assert _local_prompt.nearest_demo("Show me config/app.yaml", specs).tool == "read_file"  # type: ignore[union-attr]
+    assert _local_prompt.nearest_demo("hi", specs) is None
+
+    def grammar(*messages: Message) -> str:
+        return str(server_stub._grammar(ModelRequest("", list(messages), specs)))
+
+    first = grammar(Message("user", "How many lines does data.csv have?"))
+    assert "root ::= call\n" in first and "run_command" in first and "read_file" not in first
+    assert "root ::= call | answer" in grammar(Message("user", "hi"))  # nothing suggests a tool
+    call = ToolCall("c1", "run_command", {"command": "wc -l data.csv"})
+    answered = [Message("user", "x"), Message("assistant", "", (call,))]
+    assert "call" not in grammar(*answered, Message("tool", "7 data.csv", tool_call_id="c1"))
+    after_error = grammar(*answered, Message("tool", "no such file", tool_call_id="c1", is_error=True))
+    assert "root ::= call | answer" in after_error

@@ -47,6 +47,15 @@ def _says(*alternatives: str) -> Callable[[str, Path], bool]:
     return check
 
 
+def _says_number(number: int) -> Callable[[str, Path], bool]:
+    """The answer holds ``number`` as a number of its own (``7``, not the ``7`` of ``127``)."""
+
+    def check(answer: str, workspace: Path) -> bool:
+        return bool(re.search(rf"(?<![\d.]){number}(?![\d.])", answer)) and _unchanged(workspace)
+
+    return check
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -80,7 +89,7 @@ TASKS: tuple[Task, ...] = (
     Task("read", "What does docs/maintenance.txt say?", _says("March", "October")),
     Task("summarise", "Summarise README.md in one sentence.", _says("sensor", "temperature", "weather")),
     Task("definition", "In which file is the function write_report defined?", _says("station.py")),
-    Task("count lines", "How many lines does data/readings.csv have?", _says("7")),
+    Task("count lines", "How many lines does data/readings.csv have?", _says_number(7)),
     Task("list folder", "What files are in the data folder?", _says("readings.csv")),
     Task("todo", "Find the TODO comment in this project.", _says("missing sensors")),
     Task("config value", "What is the station name in config.ini?", _says("Hilltop")),

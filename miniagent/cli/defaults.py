@@ -47,6 +47,7 @@ EXIT_SIGPIPE = 128 + signal.SIGPIPE  # 141: stdout was a pipe that closed (as a 
 
 APPROVALS = ("ask", "read-only", "all")
 DEFAULT_MAX_TURNS = 8
+DEFAULT_MAX_OUTPUT_TOKENS = 1024  # --max-output-tokens: every provider gets an output-token limit
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are miniagent, a careful assistant that works on the files in the folder {workspace}.

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from .._provider_names import PROVIDERS, check_provider
-from .defaults import APPROVALS, DEFAULT_MAX_TURNS
+from .defaults import APPROVALS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_TURNS
 
 __all__ = ["Options", "with_options"]
 
@@ -156,6 +156,27 @@ class Options:
             metavar="FILE",
             help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
             "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
+        ),
+    ] = None
+
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-output-tokens",
+            envvar="MINIAGENT_MAX_OUTPUT_TOKENS",
+            min=1,
+            metavar="N",
+            help="Most tokens the model may write in one reply; a reply cut at the limit is an "
+            "error (exit 1), not an answer.",
+        ),
+    ] = DEFAULT_MAX_OUTPUT_TOKENS
+    stream_timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--stream-timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="Most seconds one streamed reply may take from the request to its end. Default: no limit.",
         ),
     ] = None
 

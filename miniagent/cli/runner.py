@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
 from ..approval import TerminalApproval
-from ..errors import MiniagentError, SessionError
+from ..errors import MiniagentError, ProviderError, SessionError
 from ..messages import Message, ToolCall
+from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
 from .checks import UsageProblem, tool_output_chars
 from .defaults import (
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
     from ..session import SessionStore
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
+
+CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
+"""Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
+``max_tokens``)."""
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
@@ -125,6 +130,7 @@ class Runner:
         self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
+        self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
 
     def __enter__(self) -> Runner:
         return self
@@ -283,6 +289,8 @@ class Runner:
                 model=self.options.model,
                 base_url=self.options.base_url,
                 api_key=None if provider == "local" else api_key,
+                stream_timeout=self.options.stream_timeout,
+                max_tokens=self.options.max_output_tokens,
             )
         except ValueError as error:  # a setting the library refuses (e.g. a proxy variable): usage
             raise UsageProblem(str(error)) from None
@@ -385,7 +393,16 @@ class Runner:
         return timer
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
+        """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
+        (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
         assert self.client is not None
+        finish: list[str | None] = [None]  # the finish reason of the last streamed reply
+
+        def on_event(event: ModelEvent) -> None:
+            if isinstance(event, DoneEvent):
+                finish[0] = event.stop_reason
+            self.display.on_event(event)
+
         result = run_agent(
             client=self.client,
             system=self.system,
@@ -396,12 +413,20 @@ class Runner:
             before_tool_call=self._before_tool_call,
             session=self.store,
             context_max_chars=self.options.context_max_chars,
-            on_event=self.display.on_event,
+            on_event=on_event,
             on_message=self.display.on_message,
             max_total_tokens=self.options.max_total_tokens,
             max_cost_usd=self.options.max_cost,
+            output_schema=self.output_schema,
         )
         self.display.run_usage = getattr(result, "usage", None)
+        if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
+            limit = self.options.max_output_tokens
+            raise ProviderError(
+                f"the model's answer was cut at the output-token limit ({limit:,} tokens, stop reason "
+                f"{finish[0]!r}); raise it with --max-output-tokens",
+                kind="max_output_tokens",
+            )
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:

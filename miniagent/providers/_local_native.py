@@ -17,7 +17,7 @@ Invariants:
   only the new part of the prompt is evaluated. The hash covers the model file (path, size,
   mtime), the context size and the prefix text. A slot file that fails to restore is ignored.
 - Text is streamed as it comes (``TextEvent`` per chunk); a tool call is one ``ToolCallEvent``
-  when the reply ends; then ``DoneEvent``.
+  when the reply ends; then a ``UsageEvent`` (llama.cpp's token counts, cost 0) and ``DoneEvent``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..messages import ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent
+from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from ..usage import Usage
 from . import _local_prompt
 from ._client import HTTPClient
 from ._config import HTTPSettings
@@ -116,14 +117,21 @@ class LocalChatClient(HTTPClient):
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         allow_answer_first: bool = False,
+        **ignored: Any,
     ) -> None:
-        """Configure the client; no request is made until ``stream``."""
+        """Configure the client; no request is made until ``stream``. Options of the HTTP clients
+        that do not apply here (``prices``: a local model costs 0; ``tool_call_markup``,
+        ``prompt_cache``: this client's own prompt and cache) are accepted and ignored."""
+        unknown = set(ignored) - {"prices", "tool_call_markup", "prompt_cache"}
+        if unknown:
+            raise TypeError(f"LocalChatClient got unexpected options: {', '.join(sorted(unknown))}")
         from .local import DEFAULT_MAX_OUTPUT_TOKENS
 
         super().__init__(server.alias, server.base_url, None, settings=settings, temperature=temperature)
         self.server = server
         self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
         self.allow_answer_first = allow_answer_first
+        self.tool_turns = True
         self.last_stats: dict[str, Any] = {}
         self._slot_prefix: str | None = None  # the prefix the server's slot holds, when known
         self._grammars: dict[tuple[Any, ...], str] = {}
@@ -149,25 +157,38 @@ class LocalChatClient(HTTPClient):
             ProviderError: the server failed (e.g. the prompt is longer than the context).
         """
         fixed, rest = _local_prompt.render(request.system, request.messages, request.tools)
-        last_role = request.messages[-1].role if request.messages else "user"
-        allow_answer = self.allow_answer_first or last_role != "user"
+        grammar = self._grammar(request)
         body: dict[str, Any] = {
             "prompt": fixed + rest,
             "n_predict": self.max_tokens,
             "stream": True,
             "cache_prompt": True,
             "id_slot": 0,
-            "grammar": self._grammar(request, allow_answer),
+            "grammar": grammar,
         }
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return self._reply(body, request, fixed)
 
-    def _grammar(self, request: ModelRequest, allow_answer: bool) -> str:
-        key = (allow_answer, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in request.tools))
+    def _grammar(self, request: ModelRequest) -> str:
+        """The grammar of this turn (the turn policy of the module's invariants)."""
+        allow_answer, only = True, None
+        last = request.messages[-1] if request.messages else None
+        tools = request.tools if self.tool_turns else ()
+        if tools and last is not None and last.role == "user":
+            demo = _local_prompt.nearest_demo(last.content, tools)
+            allow_answer = self.allow_answer_first or demo is None
+            only = demo.tool if demo is not None and not self.allow_answer_first else None
+        elif tools and last is not None and last.role == "tool" and not last.is_error:
+            tools = ()  # a result arrived: answer it
+        key = (allow_answer, only, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in tools))
         cached = self._grammars.get(key)
         if cached is None:
-            cached = self._grammars[key] = _local_prompt.grammar(request.tools, allow_answer=allow_answer)
+            if tools:
+                cached = _local_prompt.grammar(tools, allow_answer=allow_answer, only=only)
+            else:
+                cached = _local_prompt.answer_grammar() if request.tools else _local_prompt.grammar(())
+            self._grammars[key] = cached
         return cached
 
     def _reply(self, body: dict[str, Any], request: ModelRequest, fixed: str) -> Iterator[ModelEvent]:
@@ -236,6 +257,7 @@ class LocalChatClient(HTTPClient):
             )
         if is_call:
             yield ToolCallEvent(_parse_call(text))
+        yield UsageEvent(_usage(self.last_stats))
         yield DoneEvent()
 
     # --- the prompt cache on disk ---------------------------------------------------------------
@@ -294,6 +316,23 @@ def _prune(folder: Path) -> None:
         files = sorted(folder.glob("prefix-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in files[_MAX_SLOT_FILES:]:
             old.unlink(missing_ok=True)
+
+
+def _usage(stats: dict[str, Any]) -> Usage:
+    """One request's ``Usage`` from llama.cpp's counts: every prompt token (cached ones included),
+    the cached part as ``cache_read_tokens``; a local model costs nothing (``cost_usd`` 0)."""
+
+    def count(key: str) -> int:
+        value = stats.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return Usage(
+        input_tokens=count("prompt_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cached_tokens"),
+        requests=1,
+        cost_usd=0.0,
+    )
 
 
 def _parse_call(text: str) -> ToolCall:

