@@ -46,6 +46,7 @@ from .model import (
     ToolSpec,
     UsageEvent,
 )
+from .output import OutputSchema
 from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
 from .usage import Usage
@@ -86,11 +87,17 @@ _EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "max_budget": 3, "
 class RunResult:
     """What a run returns: the whole record (restored history included), why it stopped, and
     what this run's model requests used (the sum of their ``UsageEvent``s; ``Usage()`` when the
-    client reports none)."""
+    client reports none).
+
+    ``output``: with ``run_agent(output_schema=...)`` and stop reason ``complete``, the final
+    answer decoded from JSON (converted to the type when the schema was given as a type);
+    otherwise ``None``.
+    """
 
     messages: list[Message]
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
+    output: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this result, to cross a process boundary (a task queue, a web API):
@@ -154,6 +161,7 @@ def run_agent(
     session: SessionStore | None = None,
     max_total_tokens: int | None = None,
     max_cost_usd: float | None = None,
+    output_schema: dict[str, Any] | Any | None = None,
 ) -> RunResult:
     """Run the agent loop in the caller's thread until complete, max_turns, max_budget or aborted.
 
@@ -184,15 +192,22 @@ def run_agent(
             written when the client says up front it cannot price its model
             (``client.can_price()`` is false), else at the first check after a request whose
             usage came without a cost.
+        output_schema: the final answer must be one JSON value valid against this JSON Schema
+            (a dict), or against the schema of this type (a dataclass, a ``TypedDict``, any hint
+            ``miniagent.schema`` describes; the output is then converted to it). An invalid
+            answer gets a user message quoting the problem and the loop goes on within
+            ``max_turns`` (DESIGN.md "Structured output"). ``None``: any text completes.
 
     Returns:
-        ``RunResult(messages, stop_reason, usage)``: every message (restored ones first) and
-        the sum of this run's ``UsageEvent``s.
+        ``RunResult(messages, stop_reason, usage, output)``: every message (restored ones first),
+        the sum of this run's ``UsageEvent``s, and the valid structured answer (``None`` without
+        ``output_schema``).
 
     Raises:
         EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
         SessionError: the session has a bad line or is locked by another run.
-        TypeError: ``session`` is not a ``SessionStore``.
+        TypeError: ``session`` is not a ``SessionStore``, or ``output_schema`` is neither a dict
+            nor a type with a JSON Schema form.
         ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, both
             ``session`` and ``session_path`` (or ``session_fsync``) given, a bad
             ``max_total_tokens`` / ``max_cost_usd``, a cost budget the client cannot price, a
@@ -207,6 +222,8 @@ def run_agent(
     budget = _Budget.checked(max_total_tokens, max_cost_usd, client)
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
     loop.budget = budget
+    if output_schema is not None:
+        loop.output = OutputSchema.of(output_schema)
     if session is not None:
         _check_store(session, session_path, session_fsync)
         return loop.run(user, max_turns, session, context_max_chars)  # the caller closes it
@@ -259,6 +276,7 @@ class _Loop:
         self.usage = _Tally()
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
         self.budget: _Budget | None = None
+        self.output: OutputSchema | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -299,7 +317,13 @@ class _Loop:
                     raise EmptyResponseError()
                 self.record(Message("assistant", text, tuple(calls), reasoning=reasoning))
                 if not calls:
-                    return self.stop("complete")
+                    if self.output is None:
+                        return self.stop("complete")
+                    value, problem = self.output.parse(text)
+                    if problem is None:
+                        return self.stop("complete", value)
+                    self.record(Message("user", self.output.feedback(problem)))
+                    continue
                 self.run_tool_calls(calls)
         except _Aborted:
             return self.stop("aborted")
@@ -311,15 +335,17 @@ class _Loop:
         Raises ``_Aborted`` when cancelled during the stream or at checkpoint 2; other exceptions
         of the client propagate unless the run was cancelled meanwhile.
         """
-        request = ModelRequest(self.system, window, self.specs, self.cancel)
+        schema = self.output.schema if self.output is not None else None
+        request = ModelRequest(self.system, window, self.specs, self.cancel, schema)
         parts: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[Reasoning] = []
         events: Iterator[ModelEvent] | None = None
+        cancel, on_event = self.cancel, self.on_event  # read once per turn, not per event
         try:
             events = iter(self.client.stream(request))
             for event in events:
-                if self.cancelled():
+                if cancel is not None and cancel.is_set():
                     raise _Aborted
                 if isinstance(event, TextEvent):
                     parts.append(event.text)
@@ -330,8 +356,8 @@ class _Loop:
                     self.usage.add(event.usage)
                 elif isinstance(event, ReasoningEvent):
                     reasoning.append(event.reasoning)
-                if self.on_event is not None:
-                    self.on_event(event)
+                if on_event is not None:
+                    on_event(event)
         except Exception:
             if self.cancelled():
                 raise _Aborted from None
@@ -476,9 +502,9 @@ class _Loop:
                         self.record_result(call, MISSING_RESULT, is_error=True)
             return
 
-    def stop(self, reason: StopReason) -> RunResult:
+    def stop(self, reason: StopReason, output: Any = None) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
-        return RunResult(self.messages, reason, self.usage.total())
+        return RunResult(self.messages, reason, self.usage.total(), output)
 
 
 @dataclass(frozen=True, slots=True)

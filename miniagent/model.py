@@ -121,12 +121,16 @@ class ModelRequest:
         tools: the tools the model may call.
         cancel: the run's cancel event, or ``None``. A client should stop blocking soon after it
             is set (the loop also checks it on every event).
+        output_schema: the JSON Schema the final answer must match (``run_agent(output_schema=)``,
+            DESIGN.md "Structured output"), or ``None``. Clients that can constrain the output
+            ask for it natively; the loop checks the answer either way.
     """
 
     system: str
     messages: Sequence[Message]
     tools: tuple[ToolSpec, ...] = ()
     cancel: threading.Event | None = None
+    output_schema: dict[str, Any] | None = None
 
 
 class ModelClient(Protocol):

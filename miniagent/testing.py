@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .messages import Message, Reasoning, ToolCall
 from .model import (
@@ -57,6 +57,7 @@ class RecordedRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     cancel: threading.Event | None
+    output_schema: dict[str, Any] | None = None
 
 
 class ScriptedClient:
@@ -90,7 +91,9 @@ class ScriptedClient:
         """Record ``request`` and return the next turn's events (a generator)."""
         index = len(self.requests)
         messages = tuple(request.messages) if self._record_messages else ()
-        self.requests.append(RecordedRequest(request.system, messages, request.tools, request.cancel))
+        self.requests.append(RecordedRequest(
+                request.system, messages, request.tools, request.cancel, request.output_schema
+            ))
         if index >= len(self._turns):
             raise AssertionError(
                 f"ScriptedClient: the loop asked for turn {index + 1}, "

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -75,11 +75,22 @@ def _run(
     prompt: Annotated[
         str, typer.Argument(metavar="PROMPT", help='The task. "-" reads it from standard input.')
     ],
+    output_schema: Annotated[
+        Optional[Path],  # noqa: UP045 (typer reads the annotations)
+        typer.Option(
+            "--output-schema",
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="JSON Schema file of the answer: stdout gets only the valid answer as one JSON line "
+            "(exit 2, the last validation error on stderr, when no answer is valid within --max-turns).",
+        ),
+    ] = None,
     *,
     options: Options,
 ) -> Outcome:
     """Run one task and print the answer (streamed on a terminal)."""
-    return command_run(prompt, options)
+    return command_run(prompt, options, output_schema=output_schema)
 
 
 @app.command("chat", cls=_Command)

@@ -6,6 +6,8 @@ Modes:
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
   and ``"cost_usd"`` when the provider reported usage). Notes are not printed.
+- ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer as one
+  JSON line; with no valid answer, the last validation error goes to stderr.
 - ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
   with escape sequences neutralised (``--json`` and piped output stay exact).
 - ``PlainDisplay`` (stdout is a pipe or file): ``chat`` prints each committed non-empty assistant
@@ -34,9 +36,10 @@ from .._text import replace_surrogates
 from ..agent import StopReason
 from ..messages import Message, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
+from ..output import OutputSchema, parse_output
 from .terminal import Spinner, call_line, is_terminal, neutralise, one_line, result_line
 
-__all__ = ["Display", "JsonDisplay", "PlainDisplay", "TerminalDisplay", "choose_display"]
+__all__ = ["Display", "JsonDisplay", "OutputDisplay", "PlainDisplay", "TerminalDisplay", "choose_display"]
 
 
 class Display:
@@ -308,18 +311,42 @@ def usage_line(usage: Any) -> str:
     return text
 
 
-def choose_display(*, json: bool, chat: bool) -> Display:
-    """Pick the output mode: ``--json``, else by whether stdout is a terminal.
+class OutputDisplay(_TextDisplay):
+    """``--output-schema``: stdout gets only the valid answer, as one JSON line, at the end of a
+    ``complete`` run; the answer's text is not streamed. A run that ends without a valid answer
+    (``max_turns``) tells the last validation error on stderr. Tool lines and notes go to stderr.
+    """
+
+    def __init__(self, spinner: Spinner, output: OutputSchema) -> None:
+        super().__init__(spinner, chat=False)
+        self.output = output
+
+    def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
+        super().finish_run(stop_reason, exit_code)
+        answer = self.last_answer()
+        if stop_reason == "complete":
+            value, _ = parse_output(answer, self.output.schema)  # valid: the loop checked it
+            self.write_out(json_text(value) + "\n")
+        elif stop_reason == "max_turns":
+            problem = self.output.parse(answer)[1] if answer else "the model gave no answer"
+            self.status(f"miniagent: no valid answer within --max-turns: {problem}")
+
+
+def choose_display(*, json: bool, chat: bool, output: OutputSchema | None = None) -> Display:
+    """Pick the output mode: ``--output-schema``, ``--json``, else by whether stdout is a terminal.
 
     Args:
         json: ``--json`` was given.
         chat: for ``chat`` (else ``run``).
+        output: ``--output-schema`` was given (``run`` only): an ``OutputDisplay``.
 
     Returns:
         A ``JsonDisplay``, ``TerminalDisplay`` or ``PlainDisplay``; the spinner is on only when
         stderr is a terminal and not with ``--json``.
     """
     spinner = Spinner(sys.stderr, enabled=is_terminal(sys.stderr) and not json)
+    if output is not None:
+        return OutputDisplay(spinner, output)
     if json:
         return JsonDisplay(spinner, chat=chat)
     if sys.stdout is not None and is_terminal(sys.stdout):

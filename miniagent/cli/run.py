@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
+from ..output import OutputSchema
+from ..validation import json_type_name
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
 from .defaults import EXIT_ERROR, EXIT_SIGINT
 from .display import choose_display
@@ -47,21 +52,49 @@ def read_prompt(prompt: str) -> str:
     return prompt
 
 
-def command_run(prompt: str, options: Options) -> Outcome:
-    """Run ``prompt`` once and report it.
+def read_output_schema(path: Path) -> dict[str, Any]:
+    """The JSON Schema in the file ``--output-schema`` names.
+
+    Raises:
+        UsageProblem: the file cannot be read, is not JSON, or holds no JSON object.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageProblem(f"--output-schema {path}: cannot be read ({error})") from None
+    try:
+        schema = json.loads(text)
+    except ValueError as error:
+        raise UsageProblem(f"--output-schema {path}: not JSON ({error})") from None
+    if not isinstance(schema, dict):
+        kind = json_type_name(schema)
+        raise UsageProblem(f"--output-schema {path}: a JSON Schema object is needed, got {kind}")
+    return schema
+
+
+def command_run(prompt: str, options: Options, output_schema: Path | None = None) -> Outcome:
+    """Run ``prompt`` once and report it; with ``output_schema`` (``--output-schema FILE``) the
+    answer must be valid JSON against that schema and stdout gets only that JSON, on one line.
 
     Returns:
         The exit code (see ``exit_code_for_stop_reason``; 1 for a runtime error, 130/143/129
         after a signal) and whether a client thread must be abandoned.
 
     Raises:
-        UsageProblem: a usage error (before anything started).
+        UsageProblem: a usage error (before anything started), e.g. a schema file that is not a
+            JSON object, or ``--output-schema`` with ``--json``.
     """
     configure_logging(options)
     check_options(options)
+    output = None
+    if output_schema is not None:
+        if options.json:
+            raise UsageProblem("--output-schema prints only the answer; it cannot be combined with --json")
+        output = OutputSchema.of(read_output_schema(output_schema))
     prompt = read_prompt(prompt)
     check_prompt_fits(prompt, options.context_max_chars)
-    runner = Runner(options, choose_display(json=options.json, chat=False))
+    runner = Runner(options, choose_display(json=options.json, chat=False, output=output))
+    runner.output_schema = output.schema if output is not None else None
     with runner:
         code = _run_and_report(runner, prompt)
     return runner.outcome(code)  # after the close: it may have abandoned a thread

@@ -128,6 +128,7 @@ class Runner:
         self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
         self._stop_commands: Callable[[], None] | None = None
+        self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
 
     def __enter__(self) -> Runner:
         return self
@@ -386,6 +387,7 @@ class Runner:
             on_message=self.display.on_message,
             max_total_tokens=self.options.max_total_tokens,
             max_cost_usd=self.options.max_cost,
+            output_schema=self.output_schema,
         )
         self.display.run_usage = getattr(result, "usage", None)
         if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:

@@ -26,6 +26,7 @@ from ..model import (
     ToolSpec,
     UsageEvent,
 )
+from ..output import with_output_instruction
 from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
@@ -133,7 +134,9 @@ class AnthropicClient(HTTPClient):
         """
         body = build_messages_body(
             self.model,
-            request.system,
+            # No native structured output here: the schema goes into the system prompt (the
+            # loop checks the answer either way).
+            with_output_instruction(request.system, request.output_schema),
             request.messages,
             request.tools,
             max_tokens=self.max_tokens,

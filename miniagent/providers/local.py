@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -55,6 +56,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
+from ..output import is_feedback, with_output_instruction
 from ..toolbox.process import register_group, unregister_group
 from ._local_template import CHAT_TEMPLATE
 
@@ -624,7 +626,7 @@ class LocalModelClient:
         """
         if not self.server.running:
             raise LocalModelError("the local model server is closed")
-        events: Iterable[ModelEvent] = self._client.stream(request)
+        events: Iterable[ModelEvent] = self._client.stream(grammar_when_safe(request))
         yield from events
 
     def can_price(self) -> bool:
@@ -652,6 +654,25 @@ class LocalModelClient:
 
     def __repr__(self) -> str:
         return f"LocalModelClient(api={self.api!r}, server={self.server!r})"
+
+
+def grammar_when_safe(request: ModelRequest) -> ModelRequest:
+    """Decide whether this turn asks llama.cpp for a grammar from ``request.output_schema``.
+
+    llama.cpp turns ``response_format`` into a grammar over the whole reply, which leaves no room
+    for a tool call (measured: with tools and a schema, the model answers JSON and never calls).
+    So a turn with tools is constrained only after an invalid answer (the last message is the
+    loop's feedback, ``output.is_feedback``): the model cannot fail twice. Other turns with tools
+    get the schema as a system-prompt instruction instead. Without tools, every turn is
+    constrained.
+    """
+    schema = request.output_schema
+    if schema is None or not request.tools:
+        return request
+    if request.messages and is_feedback(request.messages[-1]):
+        return request
+    system = with_output_instruction(request.system, schema)
+    return dataclasses.replace(request, system=system, output_schema=None)
 
 
 def create_local_client(

@@ -27,6 +27,7 @@ from ..model import (
     ToolSpec,
     UsageEvent,
 )
+from ..output import strict_compatible
 from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
@@ -129,6 +130,7 @@ class OpenAIChatClient(HTTPClient):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             extra_body=self.extra_body,
+            output_schema=request.output_schema,
         )
         return self._stream("/chat/completions", body, request, self._map)
 
@@ -148,6 +150,7 @@ def build_chat_body(
     temperature: float | None = None,
     max_tokens: int | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a streaming chat completions request.
 
@@ -159,7 +162,8 @@ def build_chat_body(
     ``reasoning_content``: the text of the reasoning the message carried, when it carried any,
     as DeepSeek, vLLM and llama.cpp take it back) and ``tool``
     messages (``tool_call_id``, ``content``). Tool calls and results are paired first
-    (``pair_tool_messages``), so a trimmed history is still accepted.
+    (``pair_tool_messages``), so a trimmed history is still accepted. With ``output_schema``:
+    ``response_format`` (see ``response_format``).
     """
     wire: list[dict[str, Any]] = []
     if system:
@@ -190,9 +194,22 @@ def build_chat_body(
         body["temperature"] = temperature
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if output_schema is not None:
+        body["response_format"] = response_format(output_schema)
     if extra_body:
         body.update(extra_body)
     return body
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """``response_format`` asking for a JSON answer valid against ``schema`` (OpenAI "Structured
+    Outputs"; llama.cpp's server turns it into a grammar): ``{"type": "json_schema",
+    "json_schema": {"name": "answer", "schema": ..., "strict": ...}}``, strict when OpenAI's
+    strict mode accepts the schema (``miniagent.output.strict_compatible``)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": schema, "strict": strict_compatible(schema)},
+    }
 
 
 def _wire_function(spec: ToolSpec) -> dict[str, Any]:
