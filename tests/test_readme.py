@@ -38,3 +38,13 @@ def test_readme_example_runs(code: str, tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_readme_layout_names_every_module() -> None:
+    """The "Layout" section draws the package as it is: one line for each module, none stale."""
+    readme = (ROOT / "README.md").read_text()
+    drawn = set(re.findall(r"^  (\S+\.py) ", readme.split("## Layout", 1)[1], re.M))
+    package = ROOT / "miniagent"
+    modules = {path.relative_to(package).as_posix() for path in package.rglob("*.py")}
+    assert sorted(modules - drawn) == [], "modules missing from the README's Layout"
+    assert sorted(drawn - modules) == [], "the README's Layout names modules that do not exist"
