@@ -40,6 +40,19 @@ class Logger:
         if logger.isEnabledFor(level):
             logger.log(level, message, *args)
 
+    def enabled(self, level: int) -> bool:
+        """Whether a record of ``level`` would reach a handler now (``False`` without ``logging``).
+
+        Callers on a hot path ask once (the loop: once per run) and skip building their records.
+        """
+        logger = self._logger
+        if logger is None:
+            logging = sys.modules.get("logging")
+            if logging is None:
+                return False
+            logger = self._logger = logging.getLogger(self.name)
+        return bool(logger.isEnabledFor(level))
+
     def debug(self, message: str, *args: object) -> None:
         """A DEBUG record (see ``log``)."""
         self.log(DEBUG, message, *args)

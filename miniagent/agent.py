@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._log import Logger
+from ._log import INFO, Logger
 from .context import MessageWindow, Trimmer
 from .errors import EmptyResponseError
 from .messages import MISSING_RESULT, Message, Reasoning, ToolCall, unique_call_id
@@ -273,6 +273,7 @@ class _Loop:
         self.on_message = on_message
         self.messages: list[Message] = []
         self.session: SessionStore | None = None
+        self.logging = _log.enabled(INFO)  # whether the request/tool records can reach a handler
         self.usage = _Tally()
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
         self.budget: _Budget | None = None
@@ -303,16 +304,10 @@ class _Loop:
                 if self.budget is not None and self.budget.reached(self.usage):
                     return self.stop("max_budget")
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
-                _log.info("request %d: %d messages", turn, len(window))
-                started = time.monotonic()
+                started = self.log_request(turn, window) if self.logging else 0.0
                 text, calls, reasoning = self.stream_turn(window)
-                _log.info(
-                    "request %d done in %.2f s: %d characters, %d tool calls",
-                    turn,
-                    time.monotonic() - started,
-                    len(text),
-                    len(calls),
-                )
+                if self.logging:
+                    self.log_request_done(turn, started, text, calls)
                 if not text and not calls:
                     raise EmptyResponseError()
                 self.record(Message("assistant", text, tuple(calls), reasoning=reasoning))
@@ -442,8 +437,7 @@ class _Loop:
     def execute(self, calls: list[ToolCall], index: int, tool: Tool) -> ToolResult:
         """Run the tool; if it raises, close the calls (as aborted when cancelled) first."""
         call = calls[index]
-        _log.info("tool %s (%s) started", tool.name, call.id)
-        started = time.monotonic()
+        started = self.log_tool(tool, call) if self.logging else 0.0
         try:
             result = tool.execute(dict(call.input), self.cancel)
             if not isinstance(result, ToolResult):
@@ -451,14 +445,8 @@ class _Loop:
             if not isinstance(result.content, str):  # would not survive the session file
                 kind = type(result.content).__name__
                 raise TypeError(f"tool {tool.name!r} returned content of type {kind}")
-            _log.info(
-                "tool %s (%s) done in %.2f s: %s, %d characters",
-                tool.name,
-                call.id,
-                time.monotonic() - started,
-                "error" if result.is_error else "ok",
-                len(result.content),
-            )
+            if self.logging:
+                self.log_tool_done(tool, call, started, result)
             return result
         except Exception:
             if self.cancelled():
@@ -501,6 +489,26 @@ class _Loop:
                     if call.id not in answered:
                         self.record_result(call, MISSING_RESULT, is_error=True)
             return
+
+    # --- logs (only when an application receives ``miniagent`` records; decided once per run) ---
+
+    def log_request(self, turn: int, window: MessageWindow) -> float:
+        _log.info("request %d: %d messages", turn, len(window))
+        return time.monotonic()
+
+    def log_request_done(self, turn: int, started: float, text: str, calls: list[ToolCall]) -> None:
+        seconds = time.monotonic() - started
+        done = "request %d done in %.2f s: %d characters, %d tool calls"
+        _log.info(done, turn, seconds, len(text), len(calls))
+
+    def log_tool(self, tool: Tool, call: ToolCall) -> float:
+        _log.info("tool %s (%s) started", tool.name, call.id)
+        return time.monotonic()
+
+    def log_tool_done(self, tool: Tool, call: ToolCall, started: float, result: ToolResult) -> None:
+        seconds, outcome = time.monotonic() - started, "error" if result.is_error else "ok"
+        done = "tool %s (%s) done in %.2f s: %s, %d characters"
+        _log.info(done, tool.name, call.id, seconds, outcome, len(result.content))
 
     def stop(self, reason: StopReason, output: Any = None) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))

@@ -4,6 +4,7 @@ checkpoints as deterministic races, the literal texts, and DESIGN.md's items bey
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -613,3 +614,19 @@ def test_max_turns_must_be_an_int(bad: object) -> None:
 def test_a_nan_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         run(ScriptedClient([]), context_max_chars=float("nan"))
+
+
+def test_the_loop_logs_requests_tools_and_the_stop_reason_when_an_application_listens(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The library configures nothing; an application that listens to `miniagent` gets the records.
+    client = ScriptedClient([[ToolCall("c1", "echo", {"text": "hi"})], ["done"]])
+    echo = recording_tool()
+    with caplog.at_level(logging.INFO, logger="miniagent"):
+        run_agent(client=client, system="", tools=[echo], user="go", max_turns=3)
+    texts = [record.getMessage() for record in caplog.records if record.name == "miniagent.agent"]
+    assert texts[0] == "request 1: 1 messages"
+    assert texts[1].startswith("request 1 done in ") and texts[1].endswith(": 0 characters, 1 tool calls")
+    assert texts[2] == "tool echo (c1) started"
+    assert texts[3].startswith("tool echo (c1) done in ") and texts[3].endswith(": ok, 8 characters")
+    assert texts[-1] == "stop reason: complete (4 messages in the record)"
