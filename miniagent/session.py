@@ -63,6 +63,7 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 _Store = TypeVar("_Store", bound="SessionStore")
+_Context = TypeVar("_Context", bound="StoreContext")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
 _BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
@@ -103,6 +104,28 @@ class SessionStore(Protocol):
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> bool | None: ...
+
+
+class StoreContext:
+    """What every store shares: ``with store:`` hands the store back and closes it on the way out.
+
+    A subclass defines ``close()`` (idempotent); the protocol above asks for the rest.
+    """
+
+    def close(self) -> None:
+        """Release the lock and the resources (each store says how); idempotent."""
+        raise NotImplementedError
+
+    def __enter__(self: _Context) -> _Context:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def _encode(path: PathLike, message: Message) -> bytes:
@@ -307,7 +330,7 @@ def _kind_name(kind: int) -> str:
     return "not a file"
 
 
-class JSONLSession:
+class JSONLSession(StoreContext):
     """A JSONL session file open for one writer: a ``SessionStore``, today's file format.
 
     Use as a context manager, or call ``close()``. ``load()`` takes the lock when the file exists;
@@ -418,17 +441,6 @@ class JSONLSession:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing releases the flock
-
-    def __enter__(self) -> JSONLSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _locking(self) -> Any:
         """The ``fcntl`` module, imported here: POSIX only, and an in-memory run never needs it."""

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import secrets
 import threading
-from types import TracebackType
 from typing import Any
 
 from ..errors import SessionError
 from ..messages import Message
-from ..session import decode_record, encode_record
+from ..session import StoreContext, decode_record, encode_record
 
 __all__ = ["RedisSession"]
 
@@ -64,7 +63,7 @@ return 0
 """
 
 
-class RedisSession:
+class RedisSession(StoreContext):
     """One session in Redis, open for one writer: a ``SessionStore``.
 
     Args:
@@ -158,17 +157,6 @@ class RedisSession:
         finally:
             self._held = False
             self._client.close()
-
-    def __enter__(self) -> RedisSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- the lease -----------------------------------------------------------------------------
 

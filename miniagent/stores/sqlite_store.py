@@ -24,12 +24,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from types import TracebackType
 from typing import Any
 
 from ..errors import SessionError
 from ..messages import Message
-from ..session import PathLike, decode_record, encode_record
+from ..session import PathLike, StoreContext, decode_record, encode_record
 
 __all__ = ["SQLiteSession"]
 
@@ -43,7 +42,7 @@ CREATE TABLE IF NOT EXISTS miniagent_messages (
 """
 
 
-class SQLiteSession:
+class SQLiteSession(StoreContext):
     """One session of an SQLite file, open for one writer: a ``SessionStore``.
 
     Args:
@@ -121,17 +120,6 @@ class SQLiteSession:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)  # releases the flock
-
-    def __enter__(self) -> SQLiteSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- named steps ---------------------------------------------------------------------------
 
