@@ -68,20 +68,31 @@ def _class_end(pattern: str, start: int) -> int:
     return -1
 
 
+def _past_literal(pattern: str, i: int, whole: str) -> int:
+    """The index past an escape (``\\x``) or a ``[...]`` class starting at ``i``; else ``i`` itself.
+
+    Raises ``GlobError`` (naming ``whole``, the pattern as the model wrote it) for an unclosed ``[``.
+    """
+    char = pattern[i]
+    if char == "\\":
+        return i + 2
+    if char == "[":
+        end = _class_end(pattern, i)
+        if end < 0:
+            raise GlobError(f"unsupported glob {whole!r}: '[' is never closed")
+        return end
+    return i
+
+
 def _brace_end(pattern: str, start: int) -> tuple[int, list[str]]:
     """For the ``{`` at ``start``: the index past its ``}`` and its top-level alternatives."""
     depth, i, piece_start, pieces = 0, start, start + 1, []
     while i < len(pattern):
+        past = _past_literal(pattern, i, pattern)
+        if past != i:
+            i = past
+            continue
         char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                raise GlobError(f"unsupported glob {pattern!r}: '[' is never closed")
-            i = end
-            continue
         if char == "{":
             depth += 1
         elif char == "}":
@@ -100,16 +111,11 @@ def _expand(pattern: str, whole: str) -> list[str]:
     """Every alternative of ``pattern`` with its brace groups expanded (left to right)."""
     i = 0
     while i < len(pattern):
+        past = _past_literal(pattern, i, whole)
+        if past != i:
+            i = past
+            continue
         char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                raise GlobError(f"unsupported glob {whole!r}: '[' is never closed")
-            i = end
-            continue
         if char == "}":
             raise GlobError(f"unsupported glob {whole!r}: '}}' without '{{'")
         if char == "{":
