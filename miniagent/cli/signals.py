@@ -51,15 +51,11 @@ class StartSignals:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StartSignals:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGTERM, signal.SIGHUP):
-                self._previous[signum] = signal.signal(signum, self._handle)
+        self._previous = _install(self._handle, (signal.SIGTERM, signal.SIGHUP))
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
+        _restore(self._previous)
 
     @staticmethod
     def _handle(signum: int, frame: FrameType | None) -> None:
@@ -99,15 +95,11 @@ class SignalCancel:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> SignalCancel:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                self._previous[signum] = signal.signal(signum, self._handle)
+        self._previous = _install(self._handle, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
+        _restore(self._previous)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:
@@ -137,3 +129,21 @@ class SignalCancel:
     def exit_code(self, default: int) -> int:
         """``128 + signal`` when a signal arrived, else ``default``."""
         return 128 + self.signum if self.signum is not None else default
+
+
+def _install(handler: Callable[[int, FrameType | None], None], signums: tuple[int, ...]) -> dict[int, Any]:
+    """Install ``handler`` for ``signums``; return the handlers it replaced (to ``_restore``).
+
+    Only the main thread can install handlers (Python delivers signals there); elsewhere nothing
+    is installed and the result is empty.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, handler) for signum in signums}
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    """Put back the handlers ``_install`` replaced, and forget them (a second call does nothing)."""
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    previous.clear()
