@@ -368,13 +368,7 @@ def map_chat_stream(
             that is not JSON; ``finish_reason: "length"`` while a call is cut; the stream ended
             with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
-    calls = _Calls()
-    joiner = SurrogateJoiner()
-    markup = ToolCallMarkup() if tool_call_markup else None
-    thought: list[str] | None = None  # the open reasoning block's pieces
-    usage: dict[str, Any] | None = None  # the last usage object
-    timings: Any = None  # llama.cpp's timings next to it
-    finish_reason: str | None = None
+    stream = _ChatStream(tool_call_markup)
     done = False
     for event in events:
         data = event.data
@@ -390,67 +384,109 @@ def map_chat_stream(
             raise in_stream_error(PROVIDER, chunk, secrets)
         reported = chunk.get("usage")
         if isinstance(reported, dict):
-            usage, timings = reported, chunk.get("timings")
+            stream.usage, stream.timings = reported, chunk.get("timings")
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
+                continue  # choice 0 only
             delta = choice.get("delta")
             if isinstance(delta, dict):
-                piece = delta.get("reasoning_content")
-                if piece is None:
-                    piece = delta.get("reasoning")
-                if isinstance(piece, str):
-                    if thought is None:
-                        thought = []
-                    if piece:
-                        thought.append(piece)
-                text = delta.get("content")
-                if not text or not isinstance(text, str):
-                    text = delta.get("refusal")
-                fragments = delta.get("tool_calls")
-                if thought is not None and (text or fragments):
-                    yield _reasoning_event(thought)
-                    thought = None
-                if text and isinstance(text, str):
-                    if joiner.held or "\ud800" <= text[-1] <= "\udbff":  # half a surrogate pair
-                        text = joiner.feed(text)
-                    if text and markup is None:
-                        yield TextEvent(text)
-                    elif text and markup is not None:
-                        yield from _markup_events(markup.feed(text), calls)
-                if fragments and isinstance(fragments, list):
-                    for fragment in fragments:
-                        calls.add(fragment)
+                yield from stream.delta(delta)
             reason = choice.get("finish_reason")
             if reason and isinstance(reason, str):
-                finish_reason = reason
-                if thought is not None:
-                    yield _reasoning_event(thought)
-                    thought = None
-                for call in calls.take(reason):
-                    yield ToolCallEvent(call)
-    if not done and finish_reason is None:
-        raise ProviderError(
-            f"{PROVIDER} stream ended before the response was complete (no finish_reason and no [DONE])",
-            retryable=True,
-        )
-    if thought is not None:
-        yield _reasoning_event(thought)
-    held = joiner.flush()
-    if markup is not None:
-        prose, bodies = markup.feed(held) if held else ("", [])
-        yield from _markup_events((prose, bodies), calls)
-        prose, body = markup.finish()
-        yield from _markup_events((prose, [body] if body is not None else []), calls)
-    elif held:
-        yield TextEvent(held)
-    for call in calls.take(finish_reason):
-        yield ToolCallEvent(call)
-    if usage is not None:
-        used = chat_usage(usage, timings)
-        yield UsageEvent(price(used) if price is not None else used)
-    yield DoneEvent(finish_reason)
+                yield from stream.finish(reason)
+    yield from stream.end(done, price)
+
+
+class _ChatStream:
+    """What one chat-completions response has streamed so far (``map_chat_stream``'s state).
+
+    Invariant: at most one reasoning block is open (``thought``); it closes when the answer's text
+    or calls start, at a ``finish_reason`` or at the end. Calls are emitted whole, at a
+    ``finish_reason`` or at the end; text at once (but half a surrogate pair waits for its other half).
+    """
+
+    def __init__(self, tool_call_markup: bool) -> None:
+        self.calls = _Calls()
+        self.joiner = SurrogateJoiner()
+        self.markup = ToolCallMarkup() if tool_call_markup else None
+        self.thought: list[str] | None = None  # the open reasoning block's pieces
+        self.usage: dict[str, Any] | None = None  # the last usage object
+        self.timings: Any = None  # llama.cpp's timings next to it
+        self.finish_reason: str | None = None
+
+    def delta(self, delta: dict[str, Any]) -> list[ModelEvent]:
+        """Reasoning pieces, text (``content``, else ``refusal``) and call fragments of one delta.
+
+        Returns a list, not a generator: this runs for every chunk, and nothing in it can raise.
+        """
+        piece = delta.get("reasoning_content")
+        if piece is None:
+            piece = delta.get("reasoning")
+        if isinstance(piece, str):
+            if self.thought is None:
+                self.thought = []
+            if piece:
+                self.thought.append(piece)
+        text = delta.get("content")
+        if not text or not isinstance(text, str):
+            text = delta.get("refusal")
+        fragments = delta.get("tool_calls")
+        events = self.close_reasoning() if self.thought is not None and (text or fragments) else []
+        if text and isinstance(text, str):
+            events += self.text(text)
+        if fragments and isinstance(fragments, list):
+            for fragment in fragments:
+                self.calls.add(fragment)
+        return events
+
+    def text(self, text: str) -> list[ModelEvent]:
+        """A ``TextEvent`` (or, with markup reading, its prose and calls) for one piece of text."""
+        if self.joiner.held or "\ud800" <= text[-1] <= "\udbff":  # half a surrogate pair
+            text = self.joiner.feed(text)
+        if not text:
+            return []
+        if self.markup is None:
+            return [TextEvent(text)]
+        return list(_markup_events(self.markup.feed(text), self.calls))
+
+    def finish(self, reason: str) -> Iterator[ModelEvent]:
+        """A ``finish_reason``: close the reasoning block and emit the whole calls."""
+        self.finish_reason = reason
+        yield from self.close_reasoning()
+        for call in self.calls.take(reason):
+            yield ToolCallEvent(call)
+
+    def close_reasoning(self) -> list[ModelEvent]:
+        """The open reasoning block as one ``ReasoningEvent`` (closed now), if one is open."""
+        if self.thought is None:
+            return []
+        event = _reasoning_event(self.thought)
+        self.thought = None
+        return [event]
+
+    def end(self, done: bool, price: Callable[[Usage], Usage] | None) -> Iterator[ModelEvent]:
+        """The end of the stream: what is still held, the calls, the usage, then ``DoneEvent``."""
+        if not done and self.finish_reason is None:
+            raise ProviderError(
+                f"{PROVIDER} stream ended before the response was complete (no finish_reason and no [DONE])",
+                retryable=True,
+            )
+        yield from self.close_reasoning()
+        held = self.joiner.flush()
+        if self.markup is not None:
+            prose, bodies = self.markup.feed(held) if held else ("", [])
+            yield from _markup_events((prose, bodies), self.calls)
+            prose, body = self.markup.finish()
+            yield from _markup_events((prose, [body] if body is not None else []), self.calls)
+        elif held:
+            yield TextEvent(held)
+        for call in self.calls.take(self.finish_reason):
+            yield ToolCallEvent(call)
+        if self.usage is not None:
+            used = chat_usage(self.usage, self.timings)
+            yield UsageEvent(price(used) if price is not None else used)
+        yield DoneEvent(self.finish_reason)
 
 
 def chat_usage(data: Mapping[str, Any], timings: Any = None) -> Usage:
