@@ -31,13 +31,8 @@ class Logger:
 
     def log(self, level: int, message: str, *args: object) -> None:
         """``logging.Logger.log(level, message, *args)`` when ``logging`` is in use, else nothing."""
-        logger = self._logger
-        if logger is None:
-            logging = sys.modules.get("logging")
-            if logging is None:
-                return
-            logger = self._logger = logging.getLogger(self.name)
-        if logger.isEnabledFor(level):
+        logger = self._resolved()
+        if logger is not None and logger.isEnabledFor(level):
             logger.log(level, message, *args)
 
     def enabled(self, level: int) -> bool:
@@ -45,13 +40,16 @@ class Logger:
 
         Callers on a hot path ask once (the loop: once per run) and skip building their records.
         """
-        logger = self._logger
-        if logger is None:
+        logger = self._resolved()
+        return logger is not None and bool(logger.isEnabledFor(level))
+
+    def _resolved(self) -> Any:
+        """The ``logging`` logger of this name, once ``logging`` is imported; ``None`` before."""
+        if self._logger is None:
             logging = sys.modules.get("logging")
-            if logging is None:
-                return False
-            logger = self._logger = logging.getLogger(self.name)
-        return bool(logger.isEnabledFor(level))
+            if logging is not None:
+                self._logger = logging.getLogger(self.name)
+        return self._logger
 
     def debug(self, message: str, *args: object) -> None:
         """A DEBUG record (see ``log``)."""
