@@ -410,24 +410,6 @@ def test_the_prompt_starts_with_a_fixed_prefix_and_demos_for_the_offered_tools(t
     assert '"name": "grep"' not in _local_prompt.prefix(only_read)
 
 
-def test_the_grammar_has_a_rule_per_tool_and_an_answer() -> None:
-    from miniagent.providers import _local_prompt
-
-    spec = ToolSpec(
-        "add",
-        "Add.",
-        {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "mode": {"enum": ["x", "y"]}},
-            "required": ["a", "b"],
-        },
-    )
-    grammar = _local_prompt.grammar((spec,))
-    assert "root ::= call | answer" in grammar
-    assert '"\\"mode\\""' in grammar and '"\\"x\\""' in grammar
-    assert "root ::= call\n" in _local_prompt.grammar((spec,), allow_answer=False)
-
-
 # --- fast repeat runs: the prompt cache on disk ----------------------------------------------------
 
 
@@ -448,27 +430,3 @@ def test_a_second_server_reuses_the_saved_prefix(tmp_path: Path, model_file: Pat
         stats = client.last_stats  # type: ignore[attr-defined]
     assert stats["cached_tokens"] > 150  # the system turn, the tool and its demos came from the file
     assert stats["evaluated_tokens"] < 60
-
-
-def test_the_first_reply_calls_the_tool_of_the_nearest_demo_and_a_result_is_answered_in_words(
-    server_stub: Any, tmp_path: Path
-) -> None:
-    from miniagent.providers import _local_prompt
-    from miniagent.toolbox import default_tools
-
-    specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
-    assert _local_prompt.nearest_demo("How many lines does data.csv have?", specs).tool == "run_command"  # type: ignore[union-attr]
-    assert _local_prompt.nearest_demo("Show me config/app.yaml", specs).tool == "read_file"  # type: ignore[union-attr]
-    assert _local_prompt.nearest_demo("hi", specs) is None
-
-    def grammar(*messages: Message) -> str:
-        return str(server_stub._grammar(ModelRequest("", list(messages), specs)))
-
-    first = grammar(Message("user", "How many lines does data.csv have?"))
-    assert "root ::= call\n" in first and "run_command" in first and "read_file" not in first
-    assert "root ::= call | answer" in grammar(Message("user", "hi"))  # nothing suggests a tool
-    call = ToolCall("c1", "run_command", {"command": "wc -l data.csv"})
-    answered = [Message("user", "x"), Message("assistant", "", (call,))]
-    assert "call" not in grammar(*answered, Message("tool", "7 data.csv", tool_call_id="c1"))
-    after_error = grammar(*answered, Message("tool", "no such file", tool_call_id="c1", is_error=True))
-    assert "root ::= call | answer" in after_error

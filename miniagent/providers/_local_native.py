@@ -2,8 +2,9 @@
 
 Invariants:
 
-- The prompt and the grammar come from ``_local_prompt``: every reply is one tool call or a
-  plain-text answer, temperature 0 (greedy) unless told otherwise.
+- The prompt comes from ``_local_prompt``, the grammar of each reply from ``_local_grammar``
+  (a tool call with copied arguments, or an answer quoting the tool result); temperature 0
+  (greedy) unless told otherwise.
 - Every request sends ``n_predict`` (the output-token limit, default 1,024). A reply that
   reaches it raises ``LocalModelError`` (kind ``"max_output_tokens"``) naming the limit and the
   CLI option; it is never returned as a short or empty answer.
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..messages import ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
 from ..usage import Usage
-from . import _local_prompt
+from . import _local_grammar, _local_prompt
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
@@ -131,10 +132,8 @@ class LocalChatClient(HTTPClient):
         self.server = server
         self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
         self.allow_answer_first = allow_answer_first
-        self.tool_turns = True
         self.last_stats: dict[str, Any] = {}
         self._slot_prefix: str | None = None  # the prefix the server's slot holds, when known
-        self._grammars: dict[tuple[Any, ...], str] = {}
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
@@ -156,8 +155,12 @@ class LocalChatClient(HTTPClient):
             LocalModelError: output-token limit reached; a repeating reply.
             ProviderError: the server failed (e.g. the prompt is longer than the context).
         """
-        fixed, rest = _local_prompt.render(request.system, request.messages, request.tools)
-        grammar = self._grammar(request)
+        tools = request.tools
+        demo = _local_prompt.nearest_demo(_local_prompt.last_request(request.messages), tools)
+        fixed, rest = _local_prompt.render(request.system, request.messages, tools, demo)
+        grammar = _local_grammar.turn_grammar(
+            request.messages, tools, demo, allow_answer_first=self.allow_answer_first
+        )
         body: dict[str, Any] = {
             "prompt": fixed + rest,
             "n_predict": self.max_tokens,
@@ -169,27 +172,6 @@ class LocalChatClient(HTTPClient):
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return self._reply(body, request, fixed)
-
-    def _grammar(self, request: ModelRequest) -> str:
-        """The grammar of this turn (the turn policy of the module's invariants)."""
-        allow_answer, only = True, None
-        last = request.messages[-1] if request.messages else None
-        tools = request.tools if self.tool_turns else ()
-        if tools and last is not None and last.role == "user":
-            demo = _local_prompt.nearest_demo(last.content, tools)
-            allow_answer = self.allow_answer_first or demo is None
-            only = demo.tool if demo is not None and not self.allow_answer_first else None
-        elif tools and last is not None and last.role == "tool" and not last.is_error:
-            tools = ()  # a result arrived: answer it
-        key = (allow_answer, only, *((t.name, json.dumps(t.input_schema, sort_keys=True)) for t in tools))
-        cached = self._grammars.get(key)
-        if cached is None:
-            if tools:
-                cached = _local_prompt.grammar(tools, allow_answer=allow_answer, only=only)
-            else:
-                cached = _local_prompt.answer_grammar() if request.tools else _local_prompt.grammar(())
-            self._grammars[key] = cached
-        return cached
 
     def _reply(self, body: dict[str, Any], request: ModelRequest, fixed: str) -> Iterator[ModelEvent]:
         if fixed and fixed != self._slot_prefix:

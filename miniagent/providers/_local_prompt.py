@@ -9,16 +9,13 @@ Invariants:
   it) and one demo of refusing an impossible task. The caller's system prompt and the
   conversation come after it, so the prefix's evaluated state can be saved once and reused by
   later runs (see ``LocalChatClient``).
-- Every reply is constrained by a GBNF grammar (llama.cpp ``grammar``) to exactly one of: one
-  tool call ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>`` whose arguments
-  follow the tool's JSON Schema (the common subset: strings, integers, numbers, booleans, enums,
-  arrays, nested objects; anything else is any JSON value), or a plain-text answer (not starting
-  with ``<`` or a space).
+- Every reply is constrained by a grammar (``_local_grammar``): one tool call, written exactly
+  as ``render_call`` writes the demos' calls, or an answer.
 - Tool results longer than ``TOOL_RESULT_CHARS`` are cut in the prompt (with a note); the record
   keeps them whole.
 
-Why: at 135M parameters the model follows demos, not instructions; the grammar makes a
-malformed call impossible and the demos choose between calling and answering.
+Why: at 135M parameters the model follows demos, not instructions; the demos also choose the
+tool of a first reply (``nearest_demo``).
 """
 
 from __future__ import annotations
@@ -38,15 +35,10 @@ __all__ = [
     "MORE_DEMOS",
     "nearest_demo",
     "TOOL_RESULT_CHARS",
-    "grammar",
     "prefix",
     "render",
     "render_call",
 ]
-
-ANSWER_CHARS = 300
-"""Most characters of a text answer when tools are offered: one line (the grammar then allows
-only the end of the reply). At this size the model's longer answers ramble."""
 
 TOOL_RESULT_CHARS = 1500
 """Most characters of one tool result shown to the model (the rest is cut with a note)."""
@@ -329,16 +321,28 @@ def _cut(text: str) -> str:
     return f"{text[:TOOL_RESULT_CHARS]}\n[... {len(text) - TOOL_RESULT_CHARS} more characters not shown]"
 
 
-def render(system: str, messages: Iterable[Message], tools: Sequence[ToolSpec]) -> tuple[str, str]:
+def last_request(messages: Sequence[Message]) -> str:
+    """The text of the last user message of ``messages`` (``""`` without one)."""
+    return next((m.content for m in reversed(messages) if m.role == "user"), "")
+
+
+def render(
+    system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], demo: Demo | None = None
+) -> tuple[str, str]:
     """Return ``(prefix, rest)``: the prompt is ``prefix + rest`` and ends with the open
-    assistant turn. Without tools there is no prefix and ``system`` is the first turn."""
+    assistant turn. Without tools there is no prefix and ``system`` is the first turn. ``demo``
+    (the demo nearest the last request) is shown again right before the last user message: the
+    model copies the nearest example best."""
     fixed = prefix(tools)
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     parts: list[str] = []
     if system.strip():
         parts.append(_turn("system", system.strip()))
     elif not tools:
         parts.append(_turn("system", "You are a helpful assistant."))
-    for message in messages:
+    for index, message in enumerate(messages):
+        if index == last_user and demo is not None and demo.tool:
+            parts += _demo_turns(demo)
         if message.role == "assistant":
             blocks = [message.content] if message.content else []
             blocks += [render_call(call.name, call.input) for call in message.tool_calls]
@@ -349,131 +353,3 @@ def render(system: str, messages: Iterable[Message], tools: Sequence[ToolSpec]) 
             parts.append(_turn("user", message.content))
     parts.append("<|im_start|>assistant\n")
     return fixed, "".join(parts)
-
-
-# --- the grammar ------------------------------------------------------------------------------
-
-_JSON_RULES = r"""
-ws ::= [ ]?
-string ::= "\"" char* "\""
-char ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
-integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
-number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
-boolean ::= "true" | "false"
-null ::= "null"
-value ::= string | number | boolean | null | object | array
-object ::= "{" ( string ": " value ( ", " string ": " value )* )? "}"
-array ::= "[" ( value ( ", " value )* )? "]"
-"""
-
-
-class _Grammar:
-    """Builds GBNF rules for JSON Schemas (one rule per sub-schema)."""
-
-    def __init__(self) -> None:
-        self.rules: dict[str, str] = {}
-
-    def add(self, name: str, body: str) -> str:
-        self.rules[name] = body
-        return name
-
-    def schema(self, schema: Any, name: str) -> str:
-        """Return a rule (or primitive rule name) matching values of ``schema``."""
-        if not isinstance(schema, dict):
-            return "value"
-        if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
-            return self.add(
-                name, " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
-            )
-        if "const" in schema:
-            return self.add(name, _literal(json.dumps(schema["const"], ensure_ascii=False)))
-        kind = schema.get("type")
-        if kind == "string":
-            return "string"
-        if kind == "integer":
-            return "integer"
-        if kind == "number":
-            return "number"
-        if kind == "boolean":
-            return "boolean"
-        if kind == "array":
-            item = self.schema(schema.get("items"), f"{name}-item")
-            return self.add(name, f'"[" ( {item} ( ", " {item} )* )? "]"')
-        if kind == "object" and isinstance(schema.get("properties"), dict):
-            return self.object(schema, name)
-        return "value"
-
-    def object(self, schema: dict[str, Any], name: str) -> str:
-        """Properties in the schema's order; required ones always, optional ones may be left out."""
-        properties: dict[str, Any] = schema["properties"]
-        required = set(schema.get("required") or ())
-        keys = list(properties)
-        values = [self.schema(properties[k], f"{name}-{_rule_name(k)}") for k in keys]
-
-        # rest(i, emitted): the properties from i on; emitted: whether one was written before.
-        def rest(i: int, emitted: bool) -> str:
-            rule = f"{name}-r{i}{'c' if emitted else 'f'}"
-            if rule in self.rules:
-                return rule
-            if i == len(keys):
-                return self.add(rule, '""')
-            separator = '", " ' if emitted else ""
-            key = _literal(json.dumps(keys[i], ensure_ascii=False))
-            pair = f'{separator}{key} ": " {values[i]} {rest(i + 1, True)}'
-            if keys[i] in required:
-                return self.add(rule, pair)
-            return self.add(rule, f"{pair} | {rest(i + 1, emitted)}")
-
-        return self.add(name, f'"{{" {rest(0, False)} "}}"')
-
-
-def _rule_name(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
-    return cleaned or "x"
-
-
-def _literal(text: str) -> str:
-    """A GBNF string literal for ``text``."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def grammar(tools: Sequence[ToolSpec], *, allow_answer: bool = True, only: str | None = None) -> str:
-    """The GBNF grammar of one reply: one tool call of ``tools`` (only of the tool named
-    ``only`` when given) or (``allow_answer``) a plain text answer of one line. Without tools:
-    any text. With ``allow_answer`` and no tool to call: the answer alone."""
-    if not tools:
-        return "root ::= [^\\x00]*"
-    g = _Grammar()
-    calls = []
-    for index, spec in enumerate(tools):
-        if only is not None and spec.name != only:
-            continue
-        arguments = g.schema(spec.input_schema or {"type": "object"}, f"args{index}")
-        if arguments == "value":
-            arguments = "object"
-        head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
-        calls.append(g.add(f"call{index}", f'{head} {arguments} "}}"'))
-    choices = []
-    if calls:
-        g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
-        choices.append("call")
-    if allow_answer or not calls:
-        g.add("answer", f"[^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}")
-        choices.append("answer")
-    g.add("root", " | ".join(choices))
-    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
-    return f"{body}\n{_JSON_RULES.strip()}\n"
-
-
-ANSWER_OPENERS = ("It says: ", "It printed: ", "It contains: ", "Found: ", "Done: ")
-"""How an answer to a tool result starts (the demos' answers start so): the model then quotes the
-result, which is what it does reliably at this size."""
-
-
-def answer_grammar(*, openers: bool = True) -> str:
-    """The grammar of a reply that must answer in words: one line of at most ``ANSWER_CHARS``,
-    starting with one of ``ANSWER_OPENERS`` when ``openers``."""
-    if not openers:
-        return f"root ::= [^<\\x00 \\n] [^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}\n"
-    starts = " | ".join(_literal(o) for o in ANSWER_OPENERS)
-    return f"root ::= ( {starts} ) [^\\x00\\n]{{1,{ANSWER_CHARS - 20}}}\n"

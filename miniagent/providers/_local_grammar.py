@@ -1,0 +1,377 @@
+"""The grammars of the embedded model's native client: what each reply may be (llama.cpp GBNF).
+
+Invariants:
+
+- ``turn_grammar`` decides each reply from the conversation's last message (the turn policy):
+
+  - after a USER message: one tool call. Its tool is the tool of the demo nearest the request
+    (``_local_prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
+    tool's required ones); with no demo near, any tool, or an answer that starts with
+    ``"I cannot "`` or ``"Hello! "`` (``allow_answer_first`` frees the answer);
+  - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
+    ``read_file``...) and one line of the result, or the whole result when it is short, in
+    double quotes (``write_file``/``edit_file``: ``"Done: "`` and the result, unquoted);
+  - after a FAILED tool result: another call (as after a user message, any tool), or
+    ``"It failed: "`` quoting the error.
+
+- A string argument of a call is COPIED: one to ``COPY_WORDS`` words, each a word of the user's
+  request (outer punctuation stripped) or a word the chosen demo's call adds to its own request
+  (``wc``, ``-l``, ``def``), separated by single spaces. The 135M model writes good arguments
+  only when it can copy them; free strings ran away in 3 of 11 tasks (measured).
+- Every grammar is finite: the longest reply is bounded by the words, the quoted lines, or
+  ``ANSWER_CHARS``; nothing can loop until the output-token limit.
+
+Why: at 135M parameters the model follows demos, not instructions. The grammar turns each reply
+into choices the model makes well (which words, which line) and leaves out what it does badly
+(spelling a path, paraphrasing a result).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..messages import Message
+from ..model import ToolSpec
+from ._local_prompt import Demo, last_request
+
+__all__ = [
+    "ANSWER_CHARS",
+    "COPY_WORDS",
+    "OPENERS",
+    "answer_grammar",
+    "call_grammar",
+    "copy_words",
+    "turn_grammar",
+]
+
+ANSWER_CHARS = 300
+"""Most characters of a free text answer (one line)."""
+
+COPY_WORDS = 8
+"""Most words of one copied string argument."""
+
+QUOTE_CHARS = 240
+"""Longest quote of a tool result: longer lines are cut to this many characters."""
+
+QUOTE_LINES = 40
+"""Most lines of one tool result offered for quoting (the first ones)."""
+
+OPENERS = {
+    "read_file": ("It says: ", True),
+    "run_command": ("It printed: ", True),
+    "list_dir": ("It contains: ", True),
+    "grep": ("Found: ", True),
+    "write_file": ("Done: ", False),
+    "edit_file": ("Done: ", False),
+}
+"""How the answer to each built-in tool's result starts, and whether the quote is in double
+quotes (as in the demos' answers). Other tools: any of these openers, quoted."""
+
+FAILED = "It failed: "
+FILE = "\x00file"
+"""In a template: one file name of the request (any run of words when it names none)."""
+FIRST_ANSWERS = ("I cannot ", "Hello! ")
+"""How an answer to a user message may start when no demo suggests a tool."""
+
+_STRIP = ".,;:!?\"'`()[]{}<>"
+
+
+def copy_words(request: str, demo: Demo | None = None) -> list[str]:
+    """The words a string argument may be made of: the words of ``request`` (split at white
+    space, outer punctuation stripped) and the words of ``demo``'s argument values that its
+    request does not contain; in order, each once. Words with a double quote, a backslash or a
+    control character are left out (they would need escaping in JSON)."""
+    found: list[str] = []
+    demo_request = set(_split(demo.user)) if demo is not None else set()
+    added = [
+        word
+        for value in (demo.arguments.values() if demo is not None else ())
+        if isinstance(value, str)
+        for word in _split(value)
+        if word not in demo_request
+    ]
+    for word in [*_split(request), *added]:
+        if word and word not in found and not re.search(r'["\\\x00-\x1f]', word):
+            found.append(word)
+    return found
+
+
+def _split(text: str) -> list[str]:
+    return [word.strip(_STRIP) for word in text.split()]
+
+
+def turn_grammar(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    demo: Demo | None,
+    *,
+    allow_answer_first: bool = False,
+) -> str:
+    """The grammar of the next reply to ``messages`` with ``tools`` (the module's turn policy).
+
+    Args:
+        messages: the conversation so far, oldest first.
+        tools: the tools offered; without tools any text is allowed.
+        demo: the demo nearest the last user request (``_local_prompt.nearest_demo``), or
+            ``None``.
+        allow_answer_first: let the first reply to a user message be any answer.
+
+    Returns:
+        A GBNF grammar (text) whose ``root`` is the whole reply.
+    """
+    if not tools:
+        return "root ::= [^\\x00]*\n"
+    last = messages[-1] if messages else None
+    request = _last_request(messages)
+    if last is not None and last.role == "tool":
+        name = _called_tool(messages, last.tool_call_id)
+        if not last.is_error:
+            return answer_grammar(last.content, name)
+        return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
+    if demo is not None and not allow_answer_first:
+        return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
+    words = copy_words(request, demo)
+    return call_grammar(tools, words, answer=("free", "" if allow_answer_first else FIRST_ANSWERS))
+
+
+def _last_request(messages: Sequence[Message]) -> str:
+    return last_request(messages)
+
+
+def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
+    for message in reversed(messages):
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return call.name
+    return ""
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def answer_grammar(result: str, tool: str = "") -> str:
+    """The grammar of an answer to a tool ``result`` of the tool named ``tool``: its opener
+    (``OPENERS``; any of them for other tools) and a quote: one line of the result or, when it
+    fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces."""
+    opener, quoted = OPENERS.get(tool, ("", True))
+    openers = [opener] if opener else sorted({o for o, _ in OPENERS.values()})
+    return f"root ::= {_quote_rule(openers, result, quoted)}\n"
+
+
+def _quotes(result: str) -> list[str]:
+    """What an answer may quote: a short result whole (its lines joined by spaces), a longer
+    one line by line (each cut to ``QUOTE_CHARS``)."""
+    lines = [" ".join(line.split()) for line in result.splitlines()]
+    lines = [line[:QUOTE_CHARS].rstrip() for line in lines if line][:QUOTE_LINES]
+    whole = " ".join(lines)
+    if len(whole) <= QUOTE_CHARS:
+        return [whole or "(empty)"]
+    return lines
+
+
+def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
+    start = " | ".join(_literal(o) for o in openers)
+    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in _quotes(result))
+    return f"( {start} ) ( {body} )"
+
+
+# --- calls --------------------------------------------------------------------------------------
+
+
+def call_grammar(
+    tools: Sequence[ToolSpec],
+    words: Sequence[str],
+    *,
+    only: str | None = None,
+    demo: Demo | None = None,
+    answer: tuple[str, Any, str] | tuple[str, Any] | None = None,
+) -> str:
+    """The grammar of one tool call of ``tools`` (only the tool named ``only``, when given),
+    string arguments copied from ``words``, or an answer.
+
+    Args:
+        tools: the tools offered.
+        words: the words string arguments are made of (``copy_words``); empty: any string.
+        only: the one tool that may be called.
+        demo: with ``only``, the demo whose call the call follows: the same argument names
+            (and the tool's required ones), and each string argument of the demo's is a
+            template: the words the demo's call adds to its request stay, each run of words it
+            copied from its request is a run of ``words``.
+        answer: ``None`` (a call only); ``("free", openers)``: a line of at most
+            ``ANSWER_CHARS`` starting with one of ``openers`` (any line for ``""``);
+            ``("quote", opener, text)``: ``opener`` quoting a line of ``text``.
+    """
+    g = _Grammar(words)
+    calls = []
+    for index, spec in enumerate(tools):
+        if only is not None and spec.name != only:
+            continue
+        schema = spec.input_schema or {"type": "object"}
+        if only is not None:
+            schema = _narrowed(schema, set(demo.arguments) if demo is not None else None)
+            g.templates = _templates(demo)
+        arguments = g.schema(schema, f"args{index}")
+        g.templates = {}
+        if arguments == "value":
+            arguments = "object"
+        head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
+        calls.append(g.add(f"call{index}", f'{head} {arguments} "}}"'))
+    choices = []
+    if calls:
+        g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
+        choices.append("call")
+    if answer is not None or not calls:
+        g.add("answer", _answer_rule(answer))
+        choices.append("answer")
+    g.add("root", " | ".join(choices))
+    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
+    return f"{body}\n{_JSON_RULES.strip()}\n"
+
+
+def _answer_rule(answer: tuple[Any, ...] | None) -> str:
+    free = f"[^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}"
+    if answer is None or answer[0] == "free" and not answer[1]:
+        return f"[^<\\x00 \\n] {free}"
+    if answer[0] == "free":
+        return f"( {' | '.join(_literal(o) for o in answer[1])} ) {free}"
+    return _quote_rule([answer[1]], answer[2], True)
+
+
+def is_file_name(word: str) -> bool:
+    """Whether ``word`` looks like a file name or path: a dot or slash between other characters
+    (``notes.txt``, ``data/x``; not ``etc.``)."""
+    return bool(re.search(r"\w[./]\w", word))
+
+
+def _templates(demo: Demo | None) -> dict[str, list[str | None]]:
+    """Per string argument of ``demo``'s call: its words; ``FILE`` for a file name copied from
+    the demo's request, ``None`` for a run of other words copied from it (``"wc -l log.txt"``
+    for "How many lines does log.txt have?": ``["wc", "-l", FILE]``)."""
+    if demo is None:
+        return {}
+    copied = set(_split(demo.user))
+    templates: dict[str, list[str | None]] = {}
+    for name, value in demo.arguments.items():
+        if not isinstance(value, str):
+            continue
+        parts: list[str | None] = []
+        for word in value.split():
+            if word.strip(_STRIP) not in copied:
+                parts.append(word)
+            elif is_file_name(word):
+                parts.append(FILE)
+            elif not parts or parts[-1] is not None:
+                parts.append(None)
+        templates[name] = parts
+    return templates
+
+
+def _narrowed(schema: dict[str, Any], keys: set[str] | None) -> dict[str, Any]:
+    """``schema`` with only the properties in ``keys`` and the required ones, all required."""
+    properties = schema.get("properties")
+    if keys is None or not isinstance(properties, dict):
+        return schema
+    wanted = keys | set(schema.get("required") or ())
+    kept = {name: value for name, value in properties.items() if name in wanted}
+    return {**schema, "properties": kept, "required": list(kept)}
+
+
+_JSON_RULES = r"""
+ws ::= [ ]?
+string ::= "\"" char{0,200} "\""
+char ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
+integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
+number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
+boolean ::= "true" | "false"
+null ::= "null"
+value ::= string | number | boolean | null | object | array
+object ::= "{" ( string ": " value ( ", " string ": " value ){0,15} )? "}"
+array ::= "[" ( value ( ", " value ){0,15} )? "]"
+"""
+
+
+class _Grammar:
+    """Builds GBNF rules for JSON Schemas (one rule per sub-schema); strings are copied from
+    ``words`` when there are any."""
+
+    def __init__(self, words: Sequence[str] = ()) -> None:
+        self.rules: dict[str, str] = {}
+        self.string = "string"
+        self.templates: dict[str, list[str | None]] = {}
+        if words:
+            self.add("word", " | ".join(_literal(w) for w in words))
+            files = [w for w in words if is_file_name(w)]
+            self.add("file", " | ".join(_literal(w) for w in files) if files else "word")
+            self.string = self.add("copied", f'"\\"" word ( " " word ){{0,{COPY_WORDS - 1}}} "\\""')
+
+    def add(self, name: str, body: str) -> str:
+        self.rules[name] = body
+        return name
+
+    def schema(self, schema: Any, name: str) -> str:
+        """Return a rule (or primitive rule name) matching values of ``schema``."""
+        if not isinstance(schema, dict):
+            return "value"
+        if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+            return self.add(
+                name, " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
+            )
+        if "const" in schema:
+            return self.add(name, _literal(json.dumps(schema["const"], ensure_ascii=False)))
+        kind = schema.get("type")
+        simple = {"string": self.string, "integer": "integer", "number": "number", "boolean": "boolean"}
+        if isinstance(kind, str) and kind in simple:
+            return simple[kind]
+        if kind == "array":
+            item = self.schema(schema.get("items"), f"{name}-item")
+            return self.add(name, f'"[" ( {item} ( ", " {item} ){{0,15}} )? "]"')
+        if kind == "object" and isinstance(schema.get("properties"), dict):
+            return self.object(schema, name)
+        return "value"
+
+    def value(self, schema: Any, key: str, name: str) -> str:
+        """The rule of property ``key``: its template when it has one (``templates``) and is a
+        string, else its schema's."""
+        template = self.templates.get(key)
+        if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
+            return self.schema(schema, name)
+        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else 'char{1,200}'
+        file = "file" if "file" in self.rules else run
+        parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
+        return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
+
+    def object(self, schema: dict[str, Any], name: str) -> str:
+        """Properties in the schema's order; required ones always, optional ones may be left out."""
+        properties: dict[str, Any] = schema["properties"]
+        required = set(schema.get("required") or ())
+        keys = list(properties)
+        values = [self.value(properties[k], k, f"{name}-{_rule_name(k)}") for k in keys]
+
+        # rest(i, emitted): the properties from i on; emitted: whether one was written before.
+        def rest(i: int, emitted: bool) -> str:
+            rule = f"{name}-r{i}{'c' if emitted else 'f'}"
+            if rule in self.rules:
+                return rule
+            if i == len(keys):
+                return self.add(rule, '""')
+            separator = '", " ' if emitted else ""
+            key = _literal(json.dumps(keys[i], ensure_ascii=False))
+            pair = f'{separator}{key} ": " {values[i]} {rest(i + 1, True)}'
+            if keys[i] in required:
+                return self.add(rule, pair)
+            return self.add(rule, f"{pair} | {rest(i + 1, emitted)}")
+
+        return self.add(name, f'"{{" {rest(0, False)} "}}"')
+
+
+def _rule_name(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+    return cleaned or "x"
+
+
+def _literal(text: str) -> str:
+    """A GBNF string literal for ``text``."""
+    return json.dumps(text, ensure_ascii=False)

@@ -1,0 +1,141 @@
+"""The embedded model's turn policy and grammars (``providers._local_grammar``), without a model.
+
+What each reply may be after a user message, a tool result and a failed tool result; copied
+arguments; quoted answers. The real model under these grammars is tested in
+``test_local_model.py`` (``-m local_model``) and measured by ``python -m bench.tasks``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from miniagent.messages import Message, ToolCall
+from miniagent.model import ToolSpec
+from miniagent.providers import _local_grammar, _local_prompt
+from miniagent.providers._local_grammar import copy_words, turn_grammar
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> tuple[ToolSpec, ...]:
+    from miniagent.toolbox import default_tools
+
+    return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
+
+
+def _grammar(specs: tuple[ToolSpec, ...], *messages: Message, free: bool = False) -> str:
+    demo = _local_prompt.nearest_demo(_local_prompt.last_request(messages), specs)
+    return turn_grammar(messages, specs, demo, allow_answer_first=free)
+
+
+def _rule(grammar: str, name: str) -> str:
+    return next(line for line in grammar.splitlines() if line.startswith(f"{name} ::= "))
+
+
+def test_copy_words_are_the_requests_words_without_outer_punctuation() -> None:
+    words = copy_words('Create a file "greeting.txt" that says good morning.')
+    assert words == ["Create", "a", "file", "greeting.txt", "that", "says", "good", "morning"]
+    assert copy_words("Run `python3 --version` now!") == ["Run", "python3", "--version", "now"]
+    assert copy_words('a\\b "c"d') == []  # a word needing JSON escapes is left out
+
+
+def test_after_a_user_request_the_call_follows_the_nearest_demo(specs: tuple[ToolSpec, ...]) -> None:
+    grammar = _grammar(specs, Message("user", "How many lines does data/readings.csv have?"))
+    assert _rule(grammar, "root") == "root ::= call"  # a call, no answer
+    assert '\\"run_command\\"' in grammar and "read_file" not in grammar  # the demo's tool only
+    # "wc -l log.txt" for "How many lines does log.txt have?": wc and -l stay, the file is copied
+    assert '"\\"" "wc" " " "-l" " " file "\\""' in grammar
+    assert _rule(grammar, "file") == 'file ::= "data/readings.csv"'
+    assert "timeout" not in grammar  # only the demo's argument names
+
+
+def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    grammar = _grammar(specs, Message("user", "In config.ini, replace the word Hilltop with Valley."))
+    assert '\\"edit_file\\"' in grammar and _rule(grammar, "root") == "root ::= call"
+    run = 'word ( " " word ){0,7}'
+    for name in ("old-text", "new-text"):
+        assert _rule(grammar, f"args2-{name}") == f'args2-{name} ::= "\\"" {run} "\\""'
+    assert '"Hilltop"' in _rule(grammar, "word") and '"Valley"' in _rule(grammar, "word")
+    assert "char" not in _rule(grammar, "word")  # never a free string
+
+
+def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[ToolSpec, ...]) -> None:
+    grammar = _grammar(specs, Message("user", "Order a pizza for me."))
+    assert _rule(grammar, "root") == "root ::= call | answer"
+    assert _rule(grammar, "answer").startswith('answer ::= ( "I cannot " | "Hello! " )')
+    assert "call5" in grammar  # any tool may still be called
+    freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)
+    assert _rule(freed, "answer").startswith("answer ::= [^<")
+
+
+def _after(result: str, *, tool: str = "read_file", error: bool = False) -> list[Message]:
+    call = ToolCall("c1", tool, {"path": "notes.txt"})
+    return [
+        Message("user", "What does notes.txt say?"),
+        Message("assistant", "", (call,)),
+        Message("tool", result, tool_call_id="c1", is_error=error),
+    ]
+
+
+def test_a_short_result_is_answered_by_quoting_it_whole(specs: tuple[ToolSpec, ...]) -> None:
+    grammar = _grammar(specs, *_after("Buy milk.\n\nCall Anna   at 5.\n"))
+    assert grammar == 'root ::= ( "It says: " ) ( "\\"Buy milk. Call Anna at 5.\\"" )\n'
+    done = _grammar(specs, *_after("created a.txt (1 characters, 1 bytes)", tool="write_file"))
+    assert done == 'root ::= ( "Done: " ) ( "created a.txt (1 characters, 1 bytes)" )\n'
+    other = _grammar(specs, *_after("42", tool="my_tool"))
+    assert '"It printed: " | "It says: "' in other  # another tool: any opener
+
+
+def test_a_long_result_is_answered_by_quoting_one_of_its_lines(specs: tuple[ToolSpec, ...]) -> None:
+    lines = [f"line {i}: " + "x" * 30 for i in range(60)]
+    grammar = _grammar(specs, *_after("\n".join(lines)))
+    quotes = _rule(grammar, "root").split(") ( ", 1)[1]
+    assert quotes.count(" | ") == _local_grammar.QUOTE_LINES - 1  # the first 40 lines, one each
+    assert '"\\"line 0: ' in quotes and "line 40:" not in quotes
+    long_line = _grammar(specs, *_after("y" * 1000))
+    assert "y" * _local_grammar.QUOTE_CHARS + '\\""' in long_line
+    assert "y" * (_local_grammar.QUOTE_CHARS + 1) not in long_line
+
+
+def test_a_quote_escapes_quotes_and_backslashes(specs: tuple[ToolSpec, ...]) -> None:
+    grammar = _grammar(specs, *_after('say "hi" \\ bye'))
+    assert '"\\"say \\"hi\\" \\\\ bye\\""' in grammar
+
+
+def test_after_a_failed_call_the_model_may_call_again_or_quote_the_error(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    grammar = _grammar(specs, *_after("file not found: notes.txt", error=True))
+    assert _rule(grammar, "root") == "root ::= call | answer"
+    assert _rule(grammar, "answer") == 'answer ::= ( "It failed: " ) ( "\\"file not found: notes.txt\\"" )'
+    assert "call0" in grammar and "call5" in grammar  # any tool
+
+
+def test_without_tools_any_text(specs: tuple[ToolSpec, ...]) -> None:
+    assert turn_grammar([Message("user", "hi")], (), None) == "root ::= [^\\x00]*\n"
+
+
+def test_a_schema_with_enums_nested_objects_and_arrays_becomes_rules() -> None:
+    spec = ToolSpec(
+        "add",
+        "Add.",
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer"},
+                "mode": {"enum": ["x", "y"]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "opt": {"type": "object", "properties": {"deep": {"type": "boolean"}}},
+            },
+            "required": ["a"],
+        },
+    )
+    grammar = _grammar((spec,), Message("user", "add 1 and 2"))
+    assert _rule(grammar, "root") == "root ::= call | answer"
+    assert '"\\"mode\\""' in grammar and '"\\"x\\"" | "\\"y\\""' in grammar
+    assert 'args0-tags ::= "[" ( copied ( ", " copied ){0,15} )? "]"' in grammar
+    assert "boolean" in _rule(grammar, "args0-opt-r0f")
+    assert _rule(grammar, "copied") == 'copied ::= "\\"" word ( " " word ){0,7} "\\""'
