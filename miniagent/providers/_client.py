@@ -31,12 +31,17 @@ class StreamMapper(Protocol):
 class HTTPClient:
     """Base of the streaming HTTP clients.
 
-    Subclasses set ``_provider`` (the name in error texts), ``_key_env`` (the environment
-    variable of the key), optionally ``_default_headers`` (sent unless ``headers`` override
-    them), and implement ``_auth_headers``.
+    Subclasses set ``_provider`` (the name every error text of the instance starts with: its
+    transport's and its stream mapper's), ``_key_env`` (the environment variable of the key),
+    optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
+    ``_auth_headers``. ``_limit_option`` and ``_stream_timeout_option`` are what the error texts
+    tell a user to raise: the library arguments by default, the CLI options
+    (``--max-output-tokens``, ``--stream-timeout``) for the embedded model's clients.
     """
 
     _provider: ClassVar[str]
+    _limit_option: ClassVar[str] = "max_tokens"
+    _stream_timeout_option: ClassVar[str] = "stream_timeout"
     _key_env: ClassVar[str]
     _default_headers: ClassVar[Mapping[str, str]] = {}
 
@@ -70,7 +75,12 @@ class HTTPClient:
         self._headers = base_headers({**self._default_headers, **settings.headers})
         if key:
             self._headers.update(self._auth_headers(key))
-        self._transport = Transport(self._provider, settings, (key,) if key else ())
+        self._transport = Transport(
+            self._provider,
+            settings,
+            (key,) if key else (),
+            stream_timeout_option=self._stream_timeout_option,
+        )
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         """The headers that carry ``key``."""

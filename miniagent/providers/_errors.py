@@ -27,6 +27,7 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "RETRYABLE_KINDS",
     "RETRYABLE_STATUSES",
+    "cut_call_error",
     "error_details",
     "in_stream_error",
     "redact",
@@ -130,7 +131,7 @@ def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()
     """Build the error for an error object received inside a 200 event stream.
 
     Args:
-        provider: display name (``"Anthropic"``, ``"OpenAI"``).
+        provider: display name (``"Anthropic"``, ``"OpenAI"``, ``"local model"``): the client's.
         data: the decoded event data: Anthropic ``{"type": "error", "error": {...}}`` or OpenAI
             style ``{"error": {...}}``.
         secrets: strings to redact from the message.
@@ -149,3 +150,23 @@ def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()
     text = truncate(redact(_SPACES.sub(" ", message or "unknown error").strip(), secrets))
     label = f" ({kind})" if kind else ""
     return ProviderError(f"{provider} stream error{label}: {text}", retryable=retryable, kind=kind)
+
+
+def cut_call_error(provider: str, reason: str, call_name: str, limit_option: str) -> ProviderError:
+    """Build the error for a tool call cut by the output-token limit (the call never runs).
+
+    Args:
+        provider: display name of the client (``"OpenAI"``, ``"Anthropic"``, ``"local model"``).
+        reason: how the server said so, e.g. ``"finish_reason 'length'"``.
+        call_name: the name of the cut call (``""`` when not known yet).
+        limit_option: what the user changes to raise the limit: the library argument
+            ``"max_tokens"``, or the CLI option ``"--max-output-tokens"`` for a client the CLI runs.
+
+    Returns:
+        A ``ProviderError`` of kind ``"max_tokens"``, not retryable.
+    """
+    return ProviderError(
+        f"{provider} output token limit reached ({reason}) while the model was writing tool call "
+        f"{call_name or '?'!r}; the call was dropped. Raise {limit_option} or ask for shorter arguments.",
+        kind="max_tokens",
+    )

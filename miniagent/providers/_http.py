@@ -114,19 +114,30 @@ class Transport:
     """POST a JSON body and stream model events back, with retries and cancel.
 
     Args:
-        provider: display name used in error texts (``"OpenAI"``, ``"Anthropic"``).
+        provider: display name used in error texts (``"OpenAI"``, ``"Anthropic"``,
+            ``"local model"``).
         settings: timeouts and retry policy (``HTTPSettings``; its ``headers`` and
             ``extra_body`` are applied by the client, which builds the request).
         secrets: strings (the API key) that must never appear in an error text.
+        stream_timeout_option: what the stream-timeout error names as the setting to change
+            (``"stream_timeout"``, or the CLI's ``"--stream-timeout"``).
 
     Attributes:
         session: the client's own ``requests.Session`` (``close()`` it to drop the pooled
             connections).
     """
 
-    def __init__(self, provider: str, settings: HTTPSettings, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        provider: str,
+        settings: HTTPSettings,
+        secrets: tuple[str, ...] = (),
+        *,
+        stream_timeout_option: str = "stream_timeout",
+    ) -> None:
         """Store the settings and create the session; nothing is sent yet."""
         self.provider = provider
+        self.stream_timeout_option = stream_timeout_option
         self.settings = settings
         self.secrets = secrets
         self.session = new_session()
@@ -358,7 +369,7 @@ class Transport:
             if deadline is not None and time.monotonic() > deadline:
                 raise ProviderError(
                     f"{self.provider} stream did not finish within {self.settings.stream_timeout:g} s "
-                    "(stream_timeout)",
+                    f"({self.stream_timeout_option})",
                     kind="stream_timeout",
                 )
             try:

@@ -31,7 +31,7 @@ from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
-from ._errors import in_stream_error
+from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._pricing import Pricer
 from .sse import SSEEvent
@@ -39,6 +39,8 @@ from .sse import SSEEvent
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
 
 PROVIDER = "Anthropic"
+LIMIT_OPTION = "max_tokens"
+"""What the error texts tell a user to raise when the output-token limit cut a tool call."""
 API_VERSION = "2023-06-01"
 
 TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
@@ -76,6 +78,7 @@ class AnthropicClient(HTTPClient):
     """
 
     _provider = PROVIDER
+    _limit_option = LIMIT_OPTION
     _key_env = "ANTHROPIC_API_KEY"
     _default_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
 
@@ -147,8 +150,14 @@ class AnthropicClient(HTTPClient):
         return self._stream("/v1/messages", body, request, self._map)
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
-        """``map_messages_stream`` with this client's prices."""
-        return map_messages_stream(events, secrets=secrets, price=self._pricer.priced)
+        """``map_messages_stream`` with this client's prices; its errors name this client's provider."""
+        return map_messages_stream(
+            events,
+            secrets=secrets,
+            price=self._pricer.priced,
+            provider=self._provider,
+            limit_option=self._limit_option,
+        )
 
 
 def build_messages_body(
@@ -344,11 +353,20 @@ class _MessageStream:
     Invariants: ``blocks`` holds the open ``tool_use`` blocks by index and ``thinking`` the open
     ``thinking`` / ``redacted_thinking`` blocks; a finished call waits in ``held`` (and so does
     every call after it) while its JSON is empty or broken, so that a call cut by ``max_tokens``
-    is never emitted; ``stop_reason`` is the last ``message_delta``'s.
+    is never emitted; ``stop_reason`` is the last ``message_delta``'s. Its errors start with
+    ``provider`` and tell the user to raise ``limit_option``.
     """
 
-    def __init__(self, secrets: tuple[str, ...], price: Callable[[Usage], Usage] | None = None) -> None:
+    def __init__(
+        self,
+        secrets: tuple[str, ...],
+        price: Callable[[Usage], Usage] | None = None,
+        provider: str = PROVIDER,
+        limit_option: str = LIMIT_OPTION,
+    ) -> None:
         self.secrets = secrets
+        self.provider = provider
+        self.limit_option = limit_option
         self.price = price
         self.usage: dict[str, Any] = {}  # the latest value of each usage field
         self.blocks: dict[int, _ToolBlock] = {}
@@ -453,7 +471,7 @@ class _MessageStream:
 
     def error(self, data: dict[str, Any]) -> ModelEvent | None:
         """``error``: raise it as a ``ProviderError``."""
-        raise in_stream_error(PROVIDER, data, self.secrets)
+        raise in_stream_error(self.provider, data, self.secrets)
 
     def finish(self, stopped: bool) -> Iterator[ModelEvent]:
         """The thinking blocks and calls still pending, in order, then ``DoneEvent``;
@@ -465,16 +483,13 @@ class _MessageStream:
         """
         if not stopped and self.stop_reason is None:
             raise ProviderError(
-                f"{PROVIDER} stream ended before the message was complete (no message_stop)",
+                f"{self.provider} stream ended before the message was complete (no message_stop)",
                 retryable=True,
             )
         pending = self.held + [self.blocks[i] for i in sorted(self.blocks)]
         if self.stop_reason == "max_tokens" and pending:
-            raise ProviderError(
-                f"{PROVIDER} output token limit reached (stop_reason 'max_tokens') while the model "
-                f"was writing tool call {pending[0].name or '?'!r}; the call was dropped. "
-                "Raise max_tokens or ask for shorter arguments.",
-                kind="max_tokens",
+            raise cut_call_error(
+                self.provider, "stop_reason 'max_tokens'", pending[0].name, self.limit_option
             )
         held = self.text.flush()
         if held:
@@ -512,6 +527,8 @@ def map_messages_stream(
     *,
     secrets: tuple[str, ...] = (),
     price: Callable[[Usage], Usage] | None = None,
+    provider: str = PROVIDER,
+    limit_option: str = LIMIT_OPTION,
 ) -> Iterator[ModelEvent]:
     """Map Messages API stream events to model events.
 
@@ -519,6 +536,10 @@ def map_messages_stream(
         events: the decoded SSE events of one response.
         secrets: strings to redact from error texts.
         price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
+        provider: the name every error text starts with (the client's ``_provider``, e.g.
+            ``"local model"`` for the embedded server); default ``"Anthropic"``.
+        limit_option: what the error of a cut call tells the user to raise (default
+            ``"max_tokens"``; ``"--max-output-tokens"`` for the embedded server the CLI runs).
 
     Returns:
         A generator: a ``TextEvent`` per non-empty ``text_delta`` (a surrogate pair split across
@@ -538,13 +559,13 @@ def map_messages_stream(
             ``stop_reason: "max_tokens"`` while a tool call is cut; the stream ended before a
             stop reason (retryable).
     """
-    state = _MessageStream(secrets, price)
+    state = _MessageStream(secrets, price, provider, limit_option)
     handlers = state.handlers
     stopped = False
     for event in events:
         if event.event == "ping":
             continue
-        data = load_event_json(event, PROVIDER, secrets)
+        data = load_event_json(event, provider, secrets)
         if not isinstance(data, dict):
             continue
         kind = data.get("type") or event.event

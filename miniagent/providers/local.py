@@ -10,9 +10,11 @@ Public shape:
   session (a context manager). ``base_url`` is ``http://127.0.0.1:PORT``; it serves llama.cpp's
   ``/completion``, the OpenAI-compatible API under ``/v1`` and the Anthropic Messages API at
   ``/v1/messages``. ``native_client()`` / ``openai_client()`` / ``anthropic_client()`` return
-  miniagent clients bound to it. ``close()`` kills the child at once (``SIGKILL``, never waiting
-  on llama.cpp); so does process exit (``atexit``), and the child exits by itself when this
-  process dies (its stdin pipe closes). Its process group is in ``toolbox.process``'s registry,
+  miniagent clients bound to it (the last two: ``_local_http``'s subclasses of the HTTP clients,
+  whose error texts name the "local model" and the CLI options, never "OpenAI"/"Anthropic").
+  ``close()`` kills the child at once (``SIGKILL``, never waiting on llama.cpp); so does
+  process exit (``atexit``), and the child exits by itself when this process dies (its stdin
+  pipe closes). Its process group is in ``toolbox.process``'s registry,
   which the CLI's emergency exit kills.
 - ``create_local_client(model=None, *, api="native", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
@@ -484,7 +486,8 @@ class LocalServer:
         return f"{self.base_url}/v1"
 
     def openai_client(self, **options: Any) -> ModelClient:
-        """Return an ``OpenAIChatClient`` for this server (``POST {base_url}/v1/chat/completions``).
+        """Return a ``LocalOpenAIClient`` (an ``OpenAIChatClient`` whose errors name the local
+        model) for this server (``POST {base_url}/v1/chat/completions``).
 
         ``options`` go to ``OpenAIChatClient`` as keyword arguments; ``temperature`` defaults to
         the server's (0), ``max_tokens`` to 1024 (a runaway answer of the small model stops
@@ -492,7 +495,7 @@ class LocalServer:
         ``<tool_call>`` block that llama.cpp's parser missed is still a call, issue 11). The
         client does not own the server: closing the server is the caller's job.
         """
-        from .openai import OpenAIChatClient
+        from ._local_http import LocalOpenAIClient
 
         options = {
             "temperature": self.temperature,
@@ -501,22 +504,19 @@ class LocalServer:
             "prices": LOCAL_PRICES,
             **options,
         }
-
-        class LocalOpenAIClient(OpenAIChatClient):
-            _provider = "local model"  # its HTTP and connection errors name the local model
-
         client: ModelClient = LocalOpenAIClient(self.alias, base_url=self.openai_base_url, **options)
         return client
 
     def anthropic_client(self, **options: Any) -> ModelClient:
-        """Return an ``AnthropicClient`` for this server (``POST {base_url}/v1/messages``).
+        """Return a ``LocalAnthropicClient`` (an ``AnthropicClient`` whose errors name the local
+        model) for this server (``POST {base_url}/v1/messages``).
 
         ``options`` go to ``AnthropicClient`` as keyword arguments; ``temperature`` defaults to
         the server's (0), ``max_tokens`` to 1024, ``prices`` to ``LOCAL_PRICES`` and
         ``prompt_cache`` to off (llama.cpp reuses the longest common prefix by itself and has no
         use for ``cache_control``). The client does not own the server.
         """
-        from .anthropic import AnthropicClient
+        from ._local_http import LocalAnthropicClient
 
         options = {
             "temperature": self.temperature,
@@ -525,10 +525,6 @@ class LocalServer:
             "prompt_cache": False,
             **options,
         }
-
-        class LocalAnthropicClient(AnthropicClient):
-            _provider = "local model"
-
         client: ModelClient = LocalAnthropicClient(self.alias, base_url=self.base_url, **options)
         return client
 

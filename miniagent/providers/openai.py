@@ -32,7 +32,7 @@ from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, parse_tool_input
-from ._errors import in_stream_error
+from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._local_template import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
@@ -41,6 +41,8 @@ from .sse import SSEEvent
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 
 PROVIDER = "OpenAI"
+LIMIT_OPTION = "max_tokens"
+"""What the error texts tell a user to raise when the output-token limit cut a tool call."""
 
 
 class OpenAIChatClient(HTTPClient):
@@ -68,6 +70,7 @@ class OpenAIChatClient(HTTPClient):
     """
 
     _provider = PROVIDER
+    _limit_option = LIMIT_OPTION
     _key_env = "OPENAI_API_KEY"
 
     def __init__(
@@ -135,9 +138,14 @@ class OpenAIChatClient(HTTPClient):
         return self._stream("/chat/completions", body, request, self._map)
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
-        """``map_chat_stream`` with this client's options."""
+        """``map_chat_stream`` with this client's options; its errors name this client's provider."""
         return map_chat_stream(
-            events, secrets=secrets, tool_call_markup=self.tool_call_markup, price=self._pricer.priced
+            events,
+            secrets=secrets,
+            tool_call_markup=self.tool_call_markup,
+            price=self._pricer.priced,
+            provider=self._provider,
+            limit_option=self._limit_option,
         )
 
 
@@ -247,9 +255,14 @@ class _PendingCall:
 
 
 class _Calls:
-    """Tool-call fragments accumulated by ``index`` (OpenAI streaming tool calls)."""
+    """Tool-call fragments accumulated by ``index`` (OpenAI streaming tool calls).
 
-    def __init__(self) -> None:
+    ``provider`` and ``limit_option`` are named in the error of a call cut by the limit.
+    """
+
+    def __init__(self, provider: str = PROVIDER, limit_option: str = LIMIT_OPTION) -> None:
+        self.provider = provider
+        self.limit_option = limit_option
         self.by_index: dict[int, _PendingCall] = {}
         self.replaced: list[_PendingCall] = []  # older calls whose index got a new id
         self.stream_tag = uuid.uuid4().hex[:16]
@@ -311,12 +324,7 @@ class _Calls:
             arguments = "".join(item.parts)
             tool_input, error = parse_tool_input(arguments)
             if finish_reason == "length" and (error is not None or not arguments.strip()):
-                raise ProviderError(
-                    f"{PROVIDER} output token limit reached (finish_reason 'length') while the "
-                    f"model was writing tool call {item.name or '?'!r}; the call was dropped. "
-                    "Raise max_tokens or ask for shorter arguments.",
-                    kind="max_tokens",
-                )
+                raise cut_call_error(self.provider, "finish_reason 'length'", item.name, self.limit_option)
             calls.append(ToolCall(item.id or self._made_up_id(item.ordinal), item.name, tool_input, error))
         return calls
 
@@ -337,6 +345,8 @@ def map_chat_stream(
     secrets: tuple[str, ...] = (),
     tool_call_markup: bool = False,
     price: Callable[[Usage], Usage] | None = None,
+    provider: str = PROVIDER,
+    limit_option: str = LIMIT_OPTION,
 ) -> Iterator[ModelEvent]:
     """Map chat-completion chunk events to model events.
 
@@ -347,6 +357,10 @@ def map_chat_stream(
             as text (a server whose tool-call parser missed them) as tool calls
             (``_local_template.ToolCallMarkup``); the blocks are not part of the text.
         price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
+        provider: the name every error text starts with (the client's ``_provider``, e.g.
+            ``"local model"`` for the embedded server); default ``"OpenAI"``.
+        limit_option: what the error of a cut call tells the user to raise (default
+            ``"max_tokens"``; ``"--max-output-tokens"`` for the embedded server the CLI runs).
 
     Returns:
         A generator: a ``TextEvent`` per non-empty ``delta.content`` or ``delta.refusal`` (a
@@ -368,7 +382,7 @@ def map_chat_stream(
             that is not JSON; ``finish_reason: "length"`` while a call is cut; the stream ended
             with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
-    stream = _ChatStream(tool_call_markup)
+    stream = _ChatStream(tool_call_markup, provider, limit_option)
     done = False
     for event in events:
         data = event.data
@@ -377,11 +391,11 @@ def map_chat_stream(
         if data == "[DONE]" or data.strip() == "[DONE]":
             done = True
             break
-        chunk = load_event_json(event, PROVIDER, secrets)
+        chunk = load_event_json(event, provider, secrets)
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error") or event.event == "error":
-            raise in_stream_error(PROVIDER, chunk, secrets)
+            raise in_stream_error(provider, chunk, secrets)
         reported = chunk.get("usage")
         if isinstance(reported, dict):
             stream.usage, stream.timings = reported, chunk.get("timings")
@@ -404,10 +418,14 @@ class _ChatStream:
     Invariant: at most one reasoning block is open (``thought``); it closes when the answer's text
     or calls start, at a ``finish_reason`` or at the end. Calls are emitted whole, at a
     ``finish_reason`` or at the end; text at once (but half a surrogate pair waits for its other half).
+    Its errors start with ``provider``.
     """
 
-    def __init__(self, tool_call_markup: bool) -> None:
-        self.calls = _Calls()
+    def __init__(
+        self, tool_call_markup: bool, provider: str = PROVIDER, limit_option: str = LIMIT_OPTION
+    ) -> None:
+        self.provider = provider
+        self.calls = _Calls(provider, limit_option)
         self.joiner = SurrogateJoiner()
         self.markup = ToolCallMarkup() if tool_call_markup else None
         self.thought: list[str] | None = None  # the open reasoning block's pieces
@@ -469,7 +487,8 @@ class _ChatStream:
         """The end of the stream: what is still held, the calls, the usage, then ``DoneEvent``."""
         if not done and self.finish_reason is None:
             raise ProviderError(
-                f"{PROVIDER} stream ended before the response was complete (no finish_reason and no [DONE])",
+                f"{self.provider} stream ended before the response was complete "
+                "(no finish_reason and no [DONE])",
                 retryable=True,
             )
         yield from self.close_reasoning()
