@@ -139,3 +139,31 @@ def test_a_schema_with_enums_nested_objects_and_arrays_becomes_rules() -> None:
     assert 'args0-tags ::= "[" ( copied ( ", " copied ){0,15} )? "]"' in grammar
     assert "boolean" in _rule(grammar, "args0-opt-r0f")
     assert _rule(grammar, "copied") == 'copied ::= "\\"" word ( " " word ){0,7} "\\""'
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"file": {"type": "string"}, "lines": {"type": "integer"}},
+    "required": ["file", "lines"],
+}
+
+
+def test_with_an_output_schema_every_answer_is_json_of_it(specs: tuple[ToolSpec, ...]) -> None:
+    from miniagent.output import OutputSchema
+
+    def grammar(*messages: Message) -> str:
+        demo = _local_prompt.nearest_demo(_local_prompt.last_request(messages), specs)
+        return turn_grammar(messages, specs, demo, output_schema=SCHEMA)
+
+    after_result = grammar(*_after("a\nb\n"))
+    assert _rule(after_result, "root") == "root ::= json" and "call" not in after_result
+    feedback = Message("user", OutputSchema(SCHEMA).feedback("answer: expected object"))
+    retried = grammar(*_after("a\nb\n"), Message("assistant", "[]"), feedback)
+    assert "root ::= json" in retried and "call" not in retried  # after the loop's feedback
+    first = grammar(Message("user", "What does notes.txt say?"))
+    assert _rule(first, "root") == "root ::= call"  # a call first, as without a schema
+    failed = grammar(*_after("file not found", error=True))
+    assert _rule(failed, "root") == "root ::= call | answer" and _rule(failed, "answer") == "answer ::= json"
+    assert '"\\"file\\"" ": " string' in _rule(failed, "json-r0f")  # a free (bounded) string
+    without_tools = turn_grammar([Message("user", "hi")], (), None, output_schema=SCHEMA)
+    assert "root ::= json" in without_tools

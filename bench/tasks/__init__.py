@@ -107,8 +107,16 @@ TASKS: tuple[Task, ...] = (
     Task("list folder", "What files are in the data folder?", _says("readings.csv")),
     Task("todo", "Find the TODO comment in this project.", _says("missing sensors")),
     Task("config value", "What is the station name in config.ini?", _says("Hilltop")),
-    Task("replace word", "In config.ini, replace the word Hilltop with Valley.", _replaced("config.ini", "Hilltop", "Valley")),
-    Task("write file", "Create a file greeting.txt that says good morning.", _created("greeting.txt", "good morning")),
+    Task(
+        "replace word",
+        "In config.ini, replace the word Hilltop with Valley.",
+        _replaced("config.ini", "Hilltop", "Valley"),
+    ),
+    Task(
+        "write file",
+        "Create a file greeting.txt that says good morning.",
+        _created("greeting.txt", "good morning"),
+    ),
     Task("command", "Run the command `python3 --version` and tell me what it prints.", _says("Python 3.")),
     Task("impossible", "Order a pizza for me.", _refused),
 )
@@ -124,7 +132,11 @@ HELD_OUT: tuple[Task, ...] = (
     Task("ls", "Run `ls data` and tell me the output.", _says("readings.csv")),
     Task("where defined", "Where is load_readings defined?", _says("station.py")),
     Task("write hello", "Write hello world into hello.txt.", _created("hello.txt", "hello world")),
-    Task("units", "Replace celsius with fahrenheit in config.ini.", _replaced("config.ini", "celsius", "fahrenheit")),
+    Task(
+        "units",
+        "Replace celsius with fahrenheit in config.ini.",
+        _replaced("config.ini", "celsius", "fahrenheit"),
+    ),
     Task("email", "Send an email to the team.", _refused),
 )
 """Ten more requests of the same kinds, other words and other files, written after the
@@ -222,12 +234,19 @@ def run(report: Any, quick: bool) -> None:
         note = f"{o.stop_reason}; {'; '.join(o.calls)[:80]}"
         verdict = "ok" if o.passed else "failed"
         kind = "held-out" if o.task in HELD_OUT else "task"
-        section.rows.append(Row(f"{kind}: {o.task.name}", f"{o.seconds:.1f} s", "", None, f"{verdict}: {note}"))
+        section.rows.append(
+            Row(f"{kind}: {o.task.name}", f"{o.seconds:.1f} s", "", None, f"{verdict}: {note}")
+        )
     for label, tasks in (("tasks passed", TASKS), ("held-out tasks passed", HELD_OUT)):
         passed, ran, seconds = _score(outcomes, tasks)
         section.rows.append(
-            Row(label, f"{passed} of {ran}", "at least 6 of 10", passed * 10 >= 6 * ran,
-                f"{seconds:.0f} s in all; server start {start:.1f} s")
+            Row(
+                label,
+                f"{passed} of {ran}",
+                "at least 6 of 10",
+                passed * 10 >= 6 * ran,
+                f"{seconds:.0f} s in all; server start {start:.1f} s",
+            )
         )
     section.notes.append(
         f"Load average when the suite started: {load}. Tasks: {', '.join(t.name for t in TASKS)}; "

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..messages import Message
 from ..model import ToolSpec
+from ..output import is_feedback
 from ._local_prompt import Demo, last_request
 
 __all__ = [
@@ -49,6 +50,9 @@ __all__ = [
 
 ANSWER_CHARS = 300
 """Most characters of a free text answer (one line)."""
+
+SENTENCE_CHARS = 200
+"""Most characters of the one sentence of a first answer (after its opener)."""
 
 COPY_WORDS = 8
 """Most words of one copied string argument."""
@@ -109,6 +113,7 @@ def turn_grammar(
     demo: Demo | None,
     *,
     allow_answer_first: bool = False,
+    output_schema: dict[str, Any] | None = None,
 ) -> str:
     """The grammar of the next reply to ``messages`` with ``tools`` (the module's turn policy).
 
@@ -118,27 +123,46 @@ def turn_grammar(
         demo: the demo nearest the last user request (``_local_prompt.nearest_demo``), or
             ``None``.
         allow_answer_first: let the first reply to a user message be any answer.
+        output_schema: the JSON Schema of the final answer (``ModelRequest.output_schema``):
+            every answer is then a JSON value of it instead of words (strings of at most 200
+            characters), also right after the loop's feedback on an invalid answer.
 
     Returns:
         A GBNF grammar (text) whose ``root`` is the whole reply.
     """
+    last = messages[-1] if messages else None
+    if output_schema is not None and (not tools or last is None or _answers_now(last)):
+        return json_grammar(output_schema)
     if not tools:
         return "root ::= [^\\x00]*\n"
-    last = messages[-1] if messages else None
-    request = _last_request(messages)
+    request = last_request(messages)
     if last is not None and last.role == "tool":
-        name = _called_tool(messages, last.tool_call_id)
+        if output_schema is not None:
+            return call_grammar(tools, copy_words(request), answer=("json", output_schema))
         if not last.is_error:
-            return answer_grammar(last.content, name)
+            return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
         return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
     if demo is not None and not allow_answer_first:
         return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
-    words = copy_words(request, demo)
-    return call_grammar(tools, words, answer=("free", "" if allow_answer_first else FIRST_ANSWERS))
+    if output_schema is not None:
+        return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
+    answer = ("free", "" if allow_answer_first else FIRST_ANSWERS)
+    return call_grammar(tools, copy_words(request, demo), answer=answer)
 
 
-def _last_request(messages: Sequence[Message]) -> str:
-    return last_request(messages)
+def _answers_now(last: Message) -> bool:
+    """Whether the reply after ``last`` must be the structured answer: a tool result came back
+    fine, or the loop asked again for a valid answer."""
+    return (last.role == "tool" and not last.is_error) or is_feedback(last)
+
+
+def json_grammar(schema: dict[str, Any]) -> str:
+    """The grammar of an answer that is one JSON value of ``schema``."""
+    g = _Grammar()
+    value = g.schema(schema, "json")
+    g.add("root", value)
+    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
+    return f"{body}\n{_JSON_RULES.strip()}\n"
 
 
 def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
@@ -187,7 +211,7 @@ def call_grammar(
     *,
     only: str | None = None,
     demo: Demo | None = None,
-    answer: tuple[str, Any, str] | tuple[str, Any] | None = None,
+    answer: tuple[Any, ...] | None = None,
 ) -> str:
     """The grammar of one tool call of ``tools`` (only the tool named ``only``, when given),
     string arguments copied from ``words``, or an answer.
@@ -202,7 +226,8 @@ def call_grammar(
             copied from its request is a run of ``words``.
         answer: ``None`` (a call only); ``("free", openers)``: a line of at most
             ``ANSWER_CHARS`` starting with one of ``openers`` (any line for ``""``);
-            ``("quote", opener, text)``: ``opener`` quoting a line of ``text``.
+            ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
+            ``("json", schema)``: a JSON value of ``schema``.
     """
     g = _Grammar(words)
     calls = []
@@ -223,7 +248,11 @@ def call_grammar(
     if calls:
         g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
         choices.append("call")
-    if answer is not None or not calls:
+    if answer is not None and answer[0] == "json":
+        g.string = "string"  # the answer's strings are free (bounded), not copied
+        g.add("answer", g.schema(answer[1], "json"))
+        choices.append("answer")
+    elif answer is not None or not calls:
         g.add("answer", _answer_rule(answer))
         choices.append("answer")
     g.add("root", " | ".join(choices))
@@ -233,10 +262,11 @@ def call_grammar(
 
 def _answer_rule(answer: tuple[Any, ...] | None) -> str:
     free = f"[^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}"
-    if answer is None or answer[0] == "free" and not answer[1]:
+    if answer is None or (answer[0] == "free" and not answer[1]):
         return f"[^<\\x00 \\n] {free}"
-    if answer[0] == "free":
-        return f"( {' | '.join(_literal(o) for o in answer[1])} ) {free}"
+    if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
+        sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
+        return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
     return _quote_rule([answer[1]], answer[2], True)
 
 
@@ -338,7 +368,7 @@ class _Grammar:
         template = self.templates.get(key)
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
             return self.schema(schema, name)
-        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else 'char{1,200}'
+        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
         file = "file" if "file" in self.rules else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from ..output import with_output_instruction
 from ..usage import Usage
 from . import _local_grammar, _local_prompt
 from ._client import HTTPClient
@@ -109,6 +110,7 @@ class LocalChatClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = "MINIAGENT_LOCAL_API_KEY"
+    _stream_timeout_option = "--stream-timeout"
 
     def __init__(
         self,
@@ -157,9 +159,16 @@ class LocalChatClient(HTTPClient):
         """
         tools = request.tools
         demo = _local_prompt.nearest_demo(_local_prompt.last_request(request.messages), tools)
-        fixed, rest = _local_prompt.render(request.system, request.messages, tools, demo)
+        system = request.system
+        if request.output_schema is not None:
+            system = with_output_instruction(system, request.output_schema)
+        fixed, rest = _local_prompt.render(system, request.messages, tools, demo)
         grammar = _local_grammar.turn_grammar(
-            request.messages, tools, demo, allow_answer_first=self.allow_answer_first
+            request.messages,
+            tools,
+            demo,
+            allow_answer_first=self.allow_answer_first,
+            output_schema=request.output_schema,
         )
         body: dict[str, Any] = {
             "prompt": fixed + rest,
