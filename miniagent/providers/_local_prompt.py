@@ -1,4 +1,4 @@
-"""The prompt and the grammar of the embedded model's native client (``LocalChatClient``).
+"""The prompt of the embedded model's native client (``LocalChatClient``): demos and turns.
 
 Invariants:
 
@@ -9,6 +9,10 @@ Invariants:
   it) and one demo of refusing an impossible task. The caller's system prompt and the
   conversation come after it, so the prefix's evaluated state can be saved once and reused by
   later runs (see ``LocalChatClient``).
+- The demo nearest the last user request (``nearest_demo``) is shown once more right before
+  that request: the model copies the closest example best. It depends only on that request, so
+  the prompt of the turns that answer one request grows by appending (llama.cpp reuses its
+  evaluation of the earlier part).
 - Every reply is constrained by a grammar (``_local_grammar``): one tool call, written exactly
   as ``render_call`` writes the demos' calls, or an answer.
 - Tool results longer than ``TOOL_RESULT_CHARS`` are cut in the prompt (with a note); the record
