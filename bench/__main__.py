@@ -111,20 +111,51 @@ def markdown(report: Report, elapsed: float, command: str, load_before: str, loa
             out += ["Missed:", "", *missed, ""]
     out += ["## Reading these numbers", "", *READING, ""]
     for section in report.sections:
-        out += [f"## {section.title}", ""]
-        if section.rows:
-            out += ["| measure | value | target | | note |", "|---|---|---|---|---|"]
-            for r in section.rows:
-                cells = (r.name, r.value, r.target, _mark(r.met), r.note)
-                out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-            out.append("")
-        for note in section.notes:
-            out += [note, ""]
+        out += section_markdown(section)
     if report.skipped:
         out += ["## Skipped", ""]
         out += [f"- {item}" for item in report.skipped]
         out.append("")
     return "\n".join(out)
+
+
+def section_markdown(section: Section) -> list[str]:
+    """The lines of one section: its heading, its table and its notes."""
+    out = [f"## {section.title}", ""]
+    if section.rows:
+        out += ["| measure | value | target | | note |", "|---|---|---|---|---|"]
+        for r in section.rows:
+            cells = (r.name, r.value, r.target, _mark(r.met), r.note)
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append("")
+    for note in section.notes:
+        out += [note, ""]
+    return out
+
+
+def merge_sections(existing: str, report: Report, command: str) -> str:
+    """``existing`` (a BENCHMARKS.md) with the sections of ``report`` put in place of the
+    sections of the same title (appended when new); every other section is kept as it was,
+    and a line under "Targets" says which sections ``command`` regenerated."""
+    text = existing.rstrip("\n") + "\n"
+    for section in report.sections:
+        block = "\n".join(section_markdown(section)).rstrip("\n") + "\n"
+        heading = f"## {section.title}\n"
+        start = text.find(heading)
+        if start < 0:
+            text += "\n" + block
+            continue
+        end = text.find("\n## ", start + len(heading))
+        text = text[:start] + block + (text[end:] if end >= 0 else "")
+    targets = [r for s in report.sections for r in s.rows if r.met is not None]
+    met = sum(1 for r in targets if r.met)
+    titles = ", ".join(f'"{s.title}"' for s in report.sections)
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    line = f"Regenerated since by `{command}` ({stamp}): {titles}; {met} of {len(targets)} targets met there."
+    marker = "## Reading these numbers"
+    if marker in text:
+        text = text.replace(marker, f"{line}\n\n{marker}", 1)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     targets = [r for s in report.sections for r in s.rows if r.met is not None]
     print(f"\n{sum(1 for r in targets if r.met)} of {len(targets)} targets met; {elapsed:.0f} s in all.")
     if not args.no_write:
-        Path(args.output).write_text(markdown(report, elapsed, command, load_before, load_after) + "\n")
+        output = Path(args.output)
+        if args.only and output.is_file():  # a part of the benches: the other sections stay
+            text = merge_sections(output.read_text(), report, command)
+        else:
+            text = markdown(report, elapsed, command, load_before, load_after) + "\n"
+        output.write_text(text)
         print(f"wrote {args.output}")
     return 1 if failed else 0
 
