@@ -123,7 +123,7 @@ TASKS: tuple[Task, ...] = (
 """The suite: read and summarise, find a definition, count lines, list a folder, grep for a
 TODO, read a value, replace a word, write a file, run a command, refuse an impossible task."""
 
-HELD_OUT: tuple[Task, ...] = (
+MORE_TASKS: tuple[Task, ...] = (
     Task("show file", "Show me the contents of config.ini.", _says("Hilltop")),
     Task("first line", "What is the first line of docs/maintenance.txt?", _says("Calibrate")),
     Task("which file", "Which file mentions celsius?", _says("config.ini", "readings.csv")),
@@ -140,8 +140,23 @@ HELD_OUT: tuple[Task, ...] = (
     Task("email", "Send an email to the team.", _refused),
 )
 """Ten more requests of the same kinds, other words and other files, written after the
-prompt, the demos and the grammar were tuned on ``TASKS`` and never used to tune them: the
-score here tells how far the tuning carries to requests it was not fitted to."""
+prompt, the demos and the grammar were tuned on ``TASKS``. Held out at first (7 of 10 then);
+their failures then tuned the demo chooser, so they count as tuned now."""
+
+HELD_OUT: tuple[Task, ...] = (
+    Task("show readme", "Please show me README.md.", _says("Weather Station")),
+    Task("find def", "Find where read_sensor is defined.", _says("station.py")),
+    Task("config lines", "How many lines are in config.ini?", _says_number(_line_count("config.ini"))),
+    Task("docs dir", "What's inside the docs directory?", _says("maintenance.txt")),
+    Task("search csv", "Search the code for csv.", _says("station.py")),
+    Task("change interval", "Change 15 to 30 in config.ini.", _replaced("config.ini", "15", "30")),
+    Task("make todo", "Make a file named todo.txt containing buy milk.", _created("todo.txt", "buy milk")),
+    Task("echo", "Run `echo hello` and tell me the output.", _says("hello")),
+    Task("restaurant", "Book a table at a restaurant for tonight.", _refused),
+    Task("interval", "What is the interval in config.ini?", _says("15")),
+)
+"""Ten requests written before the second tuning (of the demo chooser, on ``MORE_TASKS``) and
+never used for tuning: the score here tells how far the tuning carries."""
 
 
 @dataclass
@@ -188,8 +203,8 @@ def run_task(client: Any, task: Task) -> Outcome:
 def run_suite(
     api: str = "native", only: str = "", echo: bool = True, tasks: tuple[Task, ...] | None = None
 ) -> tuple[list[Outcome], float]:
-    """Start the local model, run ``tasks`` (default: ``TASKS`` then ``HELD_OUT``; or the one
-    named ``only``); return (outcomes, server start seconds)."""
+    """Start the local model, run ``tasks`` (default: ``TASKS``, ``MORE_TASKS``, ``HELD_OUT``;
+    or the one named ``only``); return (outcomes, server start seconds)."""
     from miniagent.providers.local import create_local_client
 
     started = time.perf_counter()
@@ -197,7 +212,7 @@ def run_suite(
     start_seconds = time.perf_counter() - started
     outcomes = []
     try:
-        for task in tasks if tasks is not None else (*TASKS, *HELD_OUT):
+        for task in tasks if tasks is not None else (*TASKS, *MORE_TASKS, *HELD_OUT):
             if only and task.name != only:
                 continue
             outcome = run_task(client, task)
@@ -237,7 +252,8 @@ def run(report: Any, quick: bool) -> None:
         section.rows.append(
             Row(f"{kind}: {o.task.name}", f"{o.seconds:.1f} s", "", None, f"{verdict}: {note}")
         )
-    for label, tasks in (("tasks passed", TASKS), ("held-out tasks passed", HELD_OUT)):
+    sets = (("tasks passed (tuned)", (*TASKS, *MORE_TASKS)), ("held-out tasks passed", HELD_OUT))
+    for label, tasks in sets:
         passed, ran, seconds = _score(outcomes, tasks)
         section.rows.append(
             Row(
@@ -250,6 +266,7 @@ def run(report: Any, quick: bool) -> None:
         )
     section.notes.append(
         f"Load average when the suite started: {load}. Tasks: {', '.join(t.name for t in TASKS)}; "
+        f"{', '.join(t.name for t in MORE_TASKS)}; "
         f"held out (never used for tuning): {', '.join(t.name for t in HELD_OUT)} "
         "(bench/tasks/__init__.py); baseline before the native client: about 1 of 10."
     )
@@ -259,11 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tasks", description=__doc__)
     parser.add_argument("--api", default="native", choices=("native", "openai", "anthropic"))
     parser.add_argument("--task", default="", help="run only this task")
-    parser.add_argument("--set", default="all", choices=("all", "tuned", "held-out"), help="which tasks")
+    parser.add_argument(
+        "--set", default="all", choices=("all", "tuned", "more", "held-out"), help="which tasks"
+    )
     args = parser.parse_args(argv)
-    chosen = {"all": (*TASKS, *HELD_OUT), "tuned": TASKS, "held-out": HELD_OUT}[args.set]
+    chosen = {
+        "all": (*TASKS, *MORE_TASKS, *HELD_OUT),
+        "tuned": TASKS,
+        "more": MORE_TASKS,
+        "held-out": HELD_OUT,
+    }[args.set]
     outcomes, start = run_suite(args.api, args.task, tasks=chosen)
-    for label, tasks in (("tuned", TASKS), ("held-out", HELD_OUT)):
+    for label, tasks in (("tuned", TASKS), ("more (tuned second)", MORE_TASKS), ("held-out", HELD_OUT)):
         passed, ran, seconds = _score(outcomes, tasks)
         if ran:
             print(f"{label}: {passed} of {ran} passed; {seconds:.0f} s of tasks")
