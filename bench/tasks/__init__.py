@@ -6,6 +6,11 @@ prompt and ``max_turns=4``, like ``miniagent run --approve all``. A task succeed
 completes and its check passes: a fact in the last assistant answer, or the file it had to change
 (and nothing else changed). Times are wall-clock seconds per task on one running server.
 
+Five sets, in the order they were written: ``TASKS`` (the native client's prompt, demos and
+grammar were tuned on them), ``MORE_TASKS``, ``SECOND_TASKS`` and ``THIRD_TASKS`` (each held out
+when written, scored, then used to tune the demo chooser), and ``HELD_OUT`` (written before the
+last tuning, never used for it). The held-out score is the one that tells what a new request gets.
+
 ``python -m bench --only tasks`` puts the score in BENCHMARKS.md; ``python -m bench.tasks``
 prints one line per task (``--api openai`` runs the same tasks through the OpenAI-compatible
 endpoint with the Jinja chat template, the way the local provider worked before the native
@@ -94,6 +99,10 @@ def _line_count(name: str) -> int:
     return len((WORKSPACE / name).read_text().splitlines())
 
 
+def _word_count(name: str) -> int:
+    return len((WORKSPACE / name).read_text().split())
+
+
 def _refused(answer: str, workspace: Path) -> bool:
     refusal = re.search(r"\b(cannot|can't|can not|unable|not able)\b", answer.lower())
     return bool(refusal) and _unchanged(workspace)
@@ -143,7 +152,7 @@ MORE_TASKS: tuple[Task, ...] = (
 prompt, the demos and the grammar were tuned on ``TASKS``. Held out at first (7 of 10 then);
 their failures then tuned the demo chooser, so they count as tuned now."""
 
-HELD_OUT: tuple[Task, ...] = (
+SECOND_TASKS: tuple[Task, ...] = (
     Task("show readme", "Please show me README.md.", _says("Weather Station")),
     Task("find def", "Find where read_sensor is defined.", _says("station.py")),
     Task("config lines", "How many lines are in config.ini?", _says_number(_line_count("config.ini"))),
@@ -155,8 +164,67 @@ HELD_OUT: tuple[Task, ...] = (
     Task("restaurant", "Book a table at a restaurant for tonight.", _refused),
     Task("interval", "What is the interval in config.ini?", _says("15")),
 )
-"""Ten requests written before the second tuning (of the demo chooser, on ``MORE_TASKS``) and
-never used for tuning: the score here tells how far the tuning carries."""
+"""Ten requests written before the second tuning (of the demo chooser, on ``MORE_TASKS``).
+Held out at first (9 of 10 then, on the client of commit 13e37b8); their failure then also
+tuned the demo chooser, so they count as tuned now."""
+
+THIRD_TASKS: tuple[Task, ...] = (
+    Task("open read", "Open docs/maintenance.txt and read it to me.", _says("March")),
+    Task("is there", "Is there a file called station.py here?", _says("station.py")),
+    Task("look for", "Look for the word battery in the docs.", _says("maintenance.txt")),
+    Task("units setting", "What's the units setting in config.ini?", _says("celsius")),
+    Task("count readme", "Count how many lines README.md has.", _says_number(_line_count("README.md"))),
+    Task("show data", "Show the data folder's contents.", _says("readings.csv")),
+    Task(
+        "rename",
+        "Rename the station Hilltop to Summit in config.ini.",
+        _replaced("config.ini", "Hilltop", "Summit"),
+    ),
+    Task(
+        "save text",
+        "Save the text remember the milk to a file called note.txt.",
+        _created("note.txt", "remember the milk"),
+    ),
+    Task("date", "Execute `date +%Y` and show me the result.", _says(time.strftime("%Y"))),
+    Task("call mother", "Call my mother.", _refused),
+)
+"""Ten requests written before the third tuning (on ``MORE_TASKS`` and ``SECOND_TASKS``).
+Held out at first (5 of 10 then, on the client of commit 13e37b8); their failures then also
+tuned the demo chooser, so they count as tuned now."""
+
+HELD_OUT: tuple[Task, ...] = (
+    Task("tell contents", "Tell me what config.ini contains.", _says("Hilltop")),
+    Task("where todo", "Where is the TODO in station.py?", _says("missing sensors")),
+    Task(
+        "number of lines",
+        "Give me the number of lines in station.py.",
+        _says_number(_line_count("station.py")),
+    ),
+    Task("top level", "What folders and files are at the top of the project?", _says("station.py")),
+    Task("defines", "Which file defines load_readings?", _says("station.py")),
+    Task(
+        "kelvin",
+        "Replace 'celsius' with 'kelvin' in config.ini.",
+        _replaced("config.ini", "celsius", "kelvin"),
+    ),
+    Task(
+        "create notes",
+        "Create notes.txt with the text meeting at noon.",
+        _created("notes.txt", "meeting at noon"),
+    ),
+    Task(
+        "word count", "Run `wc -w README.md` and report the result.", _says_number(_word_count("README.md"))
+    ),
+    Task("usage", "What does the README say about usage?", _says("station.py")),
+    Task("translate", "Translate this poem into French.", _refused),
+)
+"""Ten requests written before the third tuning and never used for tuning, nor run before it:
+the held-out score."""
+
+TUNED = (*TASKS, *MORE_TASKS, *SECOND_TASKS, *THIRD_TASKS)
+"""Every task the prompt, the demos, the grammar or the demo chooser were tuned on."""
+
+ALL_TASKS = (*TUNED, *HELD_OUT)
 
 
 @dataclass
@@ -203,8 +271,8 @@ def run_task(client: Any, task: Task) -> Outcome:
 def run_suite(
     api: str = "native", only: str = "", echo: bool = True, tasks: tuple[Task, ...] | None = None
 ) -> tuple[list[Outcome], float]:
-    """Start the local model, run ``tasks`` (default: ``TASKS``, ``MORE_TASKS``, ``HELD_OUT``;
-    or the one named ``only``); return (outcomes, server start seconds)."""
+    """Start the local model, run ``tasks`` (default: ``ALL_TASKS``; or the one named ``only``);
+    return (outcomes, server start seconds)."""
     from miniagent.providers.local import create_local_client
 
     started = time.perf_counter()
@@ -212,7 +280,7 @@ def run_suite(
     start_seconds = time.perf_counter() - started
     outcomes = []
     try:
-        for task in tasks if tasks is not None else (*TASKS, *MORE_TASKS, *HELD_OUT):
+        for task in tasks if tasks is not None else ALL_TASKS:
             if only and task.name != only:
                 continue
             outcome = run_task(client, task)
@@ -252,7 +320,7 @@ def run(report: Any, quick: bool) -> None:
         section.rows.append(
             Row(f"{kind}: {o.task.name}", f"{o.seconds:.1f} s", "", None, f"{verdict}: {note}")
         )
-    sets = (("tasks passed (tuned)", (*TASKS, *MORE_TASKS)), ("held-out tasks passed", HELD_OUT))
+    sets = (("tasks passed (tuned)", TUNED), ("held-out tasks passed", HELD_OUT))
     for label, tasks in sets:
         passed, ran, seconds = _score(outcomes, tasks)
         section.rows.append(
@@ -266,7 +334,7 @@ def run(report: Any, quick: bool) -> None:
         )
     section.notes.append(
         f"Load average when the suite started: {load}. Tasks: {', '.join(t.name for t in TASKS)}; "
-        f"{', '.join(t.name for t in MORE_TASKS)}; "
+        f"{', '.join(t.name for t in (*MORE_TASKS, *SECOND_TASKS))}; "
         f"held out (never used for tuning): {', '.join(t.name for t in HELD_OUT)} "
         "(bench/tasks/__init__.py); baseline before the native client: about 1 of 10."
     )
@@ -276,18 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tasks", description=__doc__)
     parser.add_argument("--api", default="native", choices=("native", "openai", "anthropic"))
     parser.add_argument("--task", default="", help="run only this task")
-    parser.add_argument(
-        "--set", default="all", choices=("all", "tuned", "more", "held-out"), help="which tasks"
-    )
+    parser.add_argument("--set", default="all", choices=("all", "tuned", "held-out"), help="which tasks")
     args = parser.parse_args(argv)
     chosen = {
-        "all": (*TASKS, *MORE_TASKS, *HELD_OUT),
-        "tuned": TASKS,
-        "more": MORE_TASKS,
+        "all": ALL_TASKS,
+        "tuned": TUNED,
         "held-out": HELD_OUT,
     }[args.set]
     outcomes, start = run_suite(args.api, args.task, tasks=chosen)
-    for label, tasks in (("tuned", TASKS), ("more (tuned second)", MORE_TASKS), ("held-out", HELD_OUT)):
+    for label, tasks in (("tuned", TUNED), ("held-out", HELD_OUT)):
         passed, ran, seconds = _score(outcomes, tasks)
         if ran:
             print(f"{label}: {passed} of {ran} passed; {seconds:.0f} s of tasks")
