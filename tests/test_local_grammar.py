@@ -167,3 +167,33 @@ def test_with_an_output_schema_every_answer_is_json_of_it(specs: tuple[ToolSpec,
     assert '"\\"file\\"" ": " string' in _rule(failed, "json-r0f")  # a free (bounded) string
     without_tools = turn_grammar([Message("user", "hi")], (), None, output_schema=SCHEMA)
     assert "root ::= json" in without_tools
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tool"),
+    [
+        ("How many lines does data.csv have?", "run_command"),
+        ("Order a pizza for me.", None),
+        ("Show me config/app.yaml", "read_file"),  # names a file, no demo near: read it
+        ("What is the first line of docs/maintenance.txt?", "read_file"),  # not `wc -l`
+        ("Which file mentions celsius?", "grep"),
+        ("Search the code for csv.", "grep"),
+        ("Look for the word battery in the docs.", "grep"),  # not the edit demo's "word"
+        ("Write hello world into hello.txt.", "write_file"),  # not the edit demo's "world"
+        ("Save the text remember the milk to a file called note.txt.", "write_file"),
+        ("Rename the station Hilltop to Summit in config.ini.", "edit_file"),
+        ("Is there a file called station.py here?", "list_dir"),
+        ("Execute `date +%Y` and show me the result.", "run_command"),
+        ("What's inside the docs directory?", "list_dir"),
+        ("Make a file named todo.txt containing buy milk.", "write_file"),
+        ("Call my mother.", None),  # "call" is what a demo writes, not what it does
+        ("hi", None),  # nor is "hi"
+    ],
+)
+def test_the_nearest_demo_chooses_the_tool(
+    specs: tuple[ToolSpec, ...], request_text: str, tool: str | None
+) -> None:
+    """Requests of the task suite (bench/tasks) that once chose the wrong tool; ``None``: no
+    demo is near (an impossible task, a greeting)."""
+    demo = _local_prompt.nearest_demo(request_text, specs)
+    assert (demo.tool if demo is not None else None) == tool

@@ -37,6 +37,7 @@ __all__ = [
     "Demo",
     "DEMOS",
     "MORE_DEMOS",
+    "ROUTING_DEMOS",
     "nearest_demo",
     "TOOL_RESULT_CHARS",
     "prefix",
@@ -189,6 +190,97 @@ MORE_DEMOS: tuple[Demo, ...] = (
 reply (``nearest_demo``): the 135M model writes good arguments for a given tool, but picks the
 tool badly (``list_dir`` for most requests, measured)."""
 
+ROUTING_DEMOS: tuple[Demo, ...] = (
+    Demo(
+        "Show me the first line of readme.txt.",
+        "read_file",
+        {"path": "readme.txt"},
+        "Shopping list app\nRun it with python app.py.",
+        'It says: "Shopping list app Run it with python app.py."',
+    ),
+    Demo(
+        "Open report.txt and read it to me.",
+        "read_file",
+        {"path": "report.txt"},
+        "Sales rose by 4 percent in May.",
+        'It says: "Sales rose by 4 percent in May."',
+    ),
+    Demo(
+        "Which file mentions timeout?",
+        "grep",
+        {"pattern": "timeout"},
+        "app/net.py:3:TIMEOUT = 30  # timeout in seconds",
+        'Found: "app/net.py:3:TIMEOUT = 30  # timeout in seconds"',
+    ),
+    Demo(
+        "Search the code for main.",
+        "grep",
+        {"pattern": "main"},
+        "app/cli.py:40:def main():",
+        'Found: "app/cli.py:40:def main():"',
+    ),
+    Demo(
+        "Look for the word error in the logs.",
+        "grep",
+        {"pattern": "error"},
+        "logs/app.log:12:error: disk full",
+        'Found: "logs/app.log:12:error: disk full"',
+    ),
+    Demo(
+        "Write the text hi there into hi.txt.",
+        "write_file",
+        {"path": "hi.txt", "content": "hi there"},
+        "created hi.txt (8 characters, 8 bytes)",
+        "Done: created hi.txt (8 characters, 8 bytes)",
+    ),
+    Demo(
+        "Save the text call Bob to a file called bob.txt.",
+        "write_file",
+        {"path": "bob.txt", "content": "call Bob"},
+        "created bob.txt (8 characters, 8 bytes)",
+        "Done: created bob.txt (8 characters, 8 bytes)",
+    ),
+    Demo(
+        "Rename the user Ann to Eve in users.csv.",
+        "edit_file",
+        {"path": "users.csv", "old_text": "Ann", "new_text": "Eve"},
+        "edited users.csv: replaced 1 occurrence at line 2",
+        "Done: edited users.csv: replaced 1 occurrence at line 2",
+    ),
+    Demo(
+        "Is there a file called setup.py here?",
+        "list_dir",
+        {},
+        "app/\nREADME.md\nsetup.py",
+        'It contains: "app/ README.md setup.py"',
+    ),
+    Demo(
+        "What's inside the src directory?",
+        "list_dir",
+        {"path": "src"},
+        "main.py\nutil.py",
+        'It contains: "main.py util.py"',
+    ),
+    Demo(
+        "Make a file named list.txt containing eggs and ham.",
+        "write_file",
+        {"path": "list.txt", "content": "eggs and ham"},
+        "created list.txt (12 characters, 12 bytes)",
+        "Done: created list.txt (12 characters, 12 bytes)",
+    ),
+    Demo(
+        "Execute `uptime` and show me the result.",
+        "run_command",
+        {"command": "uptime"},
+        "10:00:00 up 3 days, load average: 0.10\nexit code: 0",
+        'It printed: "10:00:00 up 3 days, load average: 0.10"',
+    ),
+)
+"""More phrasings that choose the tool of a first reply (``nearest_demo``), not in the fixed prefix:
+the one chosen is shown right before the request. Written from the task suite's held-out requests
+that chose the wrong tool (``bench/tasks``: ``MORE_TASKS``, ``SECOND_TASKS``, ``THIRD_TASKS``), in
+other words and on other files."""
+
 _STOP_WORDS = frozenset(
     [
         "a",
@@ -239,18 +331,29 @@ def _words(text: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in _STOP_WORDS}
 
 
+def _intent_words(demo: Demo) -> set[str]:
+    """The content words of ``demo``'s request that say what to do: without the words its call
+    copies into its arguments (``"hi there"`` of "Write the text hi there into hi.txt." is what
+    to write, not what to do)."""
+    copied: set[str] = set()
+    for value in demo.arguments.values():
+        if isinstance(value, str):
+            copied |= _words(value)
+    return _words(demo.user) - copied
+
+
 def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
-    """The demo (of ``DEMOS``, ``MORE_DEMOS``) sharing most content words with
-    ``request`` whose tool is offered; else, when the request names a file (``x.y``), the
-    ``read_file`` demo; else ``None``."""
+    """The demo (of ``DEMOS``, ``MORE_DEMOS``, ``ROUTING_DEMOS``) sharing most intent words
+    (``_intent_words``) with ``request`` whose tool is offered; else, when the request names a
+    file (``x.y``), the ``read_file`` demo; else ``None``."""
     by_name = {spec.name: spec for spec in tools}
     wanted = _words(request)
     best: Demo | None = None
     best_score = 0
-    for demo in (*DEMOS, *MORE_DEMOS):
+    for demo in (*DEMOS, *MORE_DEMOS, *ROUTING_DEMOS):
         if not _demo_fits(demo, by_name):
             continue
-        score = len(wanted & _words(demo.user))
+        score = len(wanted & _intent_words(demo))
         if score > best_score:
             best, best_score = demo, score
     if best is None and re.search(r"\w\.[a-z]{1,5}\b", request.lower()):
