@@ -197,3 +197,10 @@ def test_the_nearest_demo_chooses_the_tool(
     demo is near (an impossible task, a greeting)."""
     demo = _local_prompt.nearest_demo(request_text, specs)
     assert (demo.tool if demo is not None else None) == tool
+
+
+def test_a_full_stop_is_not_a_file_name(specs: tuple[ToolSpec, ...]) -> None:
+    """"folder." ends a sentence; it once counted as a path and was dropped from the request's
+    words, so "List the files in the docs folder." chose the demo without a path."""
+    demo = _local_prompt.nearest_demo("List the files in the docs folder.", specs)
+    assert demo is not None and demo.arguments == {"path": "docs"}

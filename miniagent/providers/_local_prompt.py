@@ -306,6 +306,7 @@ _STOP_WORDS = frozenset(
         "on",
         "or",
         "please",
+        "s",
         "say",
         "says",
         "tell",
@@ -321,7 +322,9 @@ _STOP_WORDS = frozenset(
 )
 
 
-_PATH = re.compile(r"`[^`]*`|\S*[./]\S*")
+_PATH = re.compile(r"`[^`]*`|\S*\w[./]\w\S*")
+"""Code in backticks, and paths and file names: a dot or slash between word characters (not the
+full stop of ``folder.``)."""
 
 
 def _words(text: str) -> set[str]:
