@@ -200,7 +200,22 @@ def test_the_nearest_demo_chooses_the_tool(
 
 
 def test_a_full_stop_is_not_a_file_name(specs: tuple[ToolSpec, ...]) -> None:
-    """"folder." ends a sentence; it once counted as a path and was dropped from the request's
+    """ "folder." ends a sentence; it once counted as a path and was dropped from the request's
     words, so "List the files in the docs folder." chose the demo without a path."""
     demo = _local_prompt.nearest_demo("List the files in the docs folder.", specs)
     assert demo is not None and demo.arguments == {"path": "docs"}
+
+
+def test_an_acronyms_plural_may_be_copied_in_the_singular() -> None:
+    """ "Find the TODOs" searched for "TODOs" and found nothing; "TODO" is there to copy now."""
+    assert copy_words("Find the TODOs and URLs in docs") == [
+        "Find",
+        "the",
+        "TODOs",
+        "TODO",
+        "and",
+        "URLs",
+        "URL",
+        "in",
+        "docs",
+    ]

@@ -447,3 +447,38 @@ def test_the_default_client_does_everyday_tasks(server: LocalServer, name: str) 
     task = next(t for t in TASKS if t.name == name)
     outcome = run_task(server.client(), task)
     assert outcome.passed, (outcome.stop_reason, outcome.calls, outcome.answer, outcome.error)
+
+
+# --- servers on one machine take turns --------------------------------------------------------
+
+
+def test_replies_take_turns_through_the_lock_file(tmp_path: Path) -> None:
+    """Two embedded servers generating at once made each step wait for the scheduler (180 s for
+    an 8 s job on 2 cores): a reply holds ``local-model.lock`` while it is generated."""
+    import threading
+
+    from miniagent.providers._local_native import one_at_a_time
+
+    lock = tmp_path / "local-model.lock"
+    entered, cancel = threading.Event(), threading.Event()
+    turns: list[bool] = []
+
+    def second() -> None:
+        with one_at_a_time(lock, cancel) as turn:
+            turns.append(turn)
+            entered.set()
+
+    with one_at_a_time(lock, None) as first:
+        assert first
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        assert not entered.wait(0.3)  # the second reply waits while the first holds the lock
+    waiter.join(timeout=10)
+    assert turns == [True]  # and runs once the first is done
+
+    with one_at_a_time(lock, None):
+        cancel.set()  # cancelled while waiting: the reply is not started
+        with one_at_a_time(lock, cancel) as turn:
+            assert turn is False
+    with one_at_a_time(None, None) as turn:  # no lock file: at once
+        assert turn

@@ -365,6 +365,15 @@ def test_edit_file_exactly_once(ws: Path, run: Run) -> None:
     assert run("edit_file", path="missing.py", old_text="a", new_text="b").is_error
 
 
+def test_an_edit_that_changes_nothing_is_an_error_not_done(ws: Path, run: Run) -> None:
+    """The embedded model once wrote ``edit_file(old_text="eggs", new_text="eggs")`` for "change
+    eggs to œufs" and was told "edited": the user heard of a change that never happened."""
+    (ws / "todo.txt").write_text("milk\neggs\n")
+    same = run("edit_file", path="todo.txt", old_text="eggs", new_text="eggs")
+    assert same.is_error and "the same" in same.content
+    assert (ws / "todo.txt").read_text() == "milk\neggs\n"
+
+
 def test_edit_file_counts_overlapping_and_keeps_invalid_bytes(ws: Path, run: Run) -> None:
     (ws / "o.txt").write_bytes(b"aaa \xff end\r\nnext\r\n")
     overlapping = run("edit_file", path="o.txt", old_text="aa", new_text="b")

@@ -85,8 +85,9 @@ _STRIP = ".,;:!?\"'`()[]{}<>"
 
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
     """The words a string argument may be made of: the words of ``request`` (split at white
-    space, outer punctuation stripped) and the words of ``demo``'s argument values that its
-    request does not contain; in order, each once. Words with a double quote, a backslash or a
+    space, outer punctuation stripped; an acronym's plural also in the singular: ``TODOs``,
+    ``TODO``) and the words of ``demo``'s argument values that its request does not contain;
+    in order, each once. Words with a double quote, a backslash or a
     control character are left out (they would need escaping in JSON)."""
     found: list[str] = []
     demo_request = set(_split(demo.user)) if demo is not None else set()
@@ -98,8 +99,10 @@ def copy_words(request: str, demo: Demo | None = None) -> list[str]:
         if word not in demo_request
     ]
     for word in [*_split(request), *added]:
-        if word and word not in found and not re.search(r'["\\\x00-\x1f]', word):
-            found.append(word)
+        singular = [word[:-1]] if re.fullmatch(r"[A-Z0-9_]{2,}s", word) else []
+        for form in [word, *singular]:
+            if form and form not in found and not re.search(r'["\\\x00-\x1f]', form):
+                found.append(form)
     return found
 
 

@@ -294,6 +294,12 @@ def _free_port() -> int:
 
 
 def _default_threads() -> int:
+    """CPU threads of a new server: ``MINIAGENT_LOCAL_THREADS`` when set, else the CPU count
+    (at most 8). Two servers never generate at once (``LocalChatClient`` takes turns through a
+    lock file), so each may use every core."""
+    chosen = os.environ.get("MINIAGENT_LOCAL_THREADS", "").strip()
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
     return max(1, min(os.cpu_count() or 2, 8))
 
 
@@ -328,7 +334,8 @@ class LocalServer:
         alias: the model name the server reports (default ``"smollm2-135m-instruct"`` for the
             default model, else the file's stem). Requests may send any model name.
         n_ctx: context size in tokens shared by the prompt and the answer (4096).
-        threads: CPU threads for generation and prompt processing (default: CPU count, max 8).
+        threads: CPU threads for generation and prompt processing (default:
+            ``MINIAGENT_LOCAL_THREADS``, else the CPU count, at most 8).
         seed: sampling seed (with temperature 0 the output is deterministic anyway).
         temperature: the server's default sampling temperature (0: greedy). Requests that send
             their own ``temperature`` override it.

@@ -259,6 +259,8 @@ def _edit_file(workspace: Workspace, arguments: dict[str, Any]) -> ToolResult:
     old_text, new_text = str(arguments["old_text"]), str(arguments["new_text"])
     if not old_text:
         return _error("old_text is empty; give the exact text to replace")
+    if old_text == new_text:
+        return _error("old_text and new_text are the same, so nothing would change; give the new text")
     found = _read_existing_file(workspace, str(arguments["path"]))
     if isinstance(found, ToolResult):
         return found
