@@ -6,6 +6,8 @@
 - ``check_value(schema, value, where)``: ``None`` when ``value`` is valid against ``schema``, else
   one line saying where and what is wrong. Semantics are JSON Schema 2020-12 (the keywords listed
   in its docstring); the test suite compares every verdict with the ``jsonschema`` package.
+- ``schema_problem(schema)``: ``None`` for a well-formed schema, else where its types are wrong
+  (``--output-schema`` refuses such a file before the run).
 
 Invariants: the check never raises for any schema or value (a schema keyword it does not know is
 not checked; a ``$ref`` it cannot resolve accepts); it reads the schema as given, without compiling
@@ -20,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JSON_TYPE_NAMES", "json_type_name", "check_value"]
+__all__ = ["JSON_TYPE_NAMES", "json_type_name", "check_value", "schema_problem"]
 
 JSON_TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
@@ -551,3 +553,55 @@ def check_value(schema: Any, value: Any, where: str = "input") -> str | None:
         return _check(schema, value, where, schema)
     except RecursionError:
         return f"{where}: the value or the schema nests too deeply to check"
+
+
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMAS = (
+    "items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
+)  # fmt: skip
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+def schema_problem(schema: Any, where: str = "schema") -> str | None:
+    """``None`` when ``schema`` is a well-formed JSON Schema as far as types go, else one line
+    saying where it is not: a ``type`` that is not one of ``JSON_TYPE_NAMES`` (``"objekt"``),
+    a sub-schema that is neither an object nor a boolean, ``required`` that is not a list of
+    strings. Catches the typos that would otherwise make every answer invalid (or every answer
+    valid). Never raises.
+    """
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, dict):
+        return f"{where} must be an object or a boolean, not {json_type_name(schema)}"
+    kinds = schema.get("type")
+    for kind in kinds if isinstance(kinds, list) else [] if kinds is None else [kinds]:
+        if kind not in JSON_TYPE_NAMES:
+            return f"{where}.type: {kind!r} is not a JSON type (one of {', '.join(JSON_TYPE_NAMES)})"
+    required = schema.get("required")
+    if required is not None and not (
+        isinstance(required, list) and all(isinstance(r, str) for r in required)
+    ):
+        return f"{where}.required must be a list of property names"
+    for key in _SUBSCHEMA_MAPS:
+        mapping = schema.get(key)
+        if mapping is None:
+            continue
+        if not isinstance(mapping, dict):
+            return f"{where}.{key} must be an object of schemas"
+        for name, sub in mapping.items():
+            if problem := schema_problem(sub, f"{where}.{key}.{name}"):
+                return problem
+    for key in _SUBSCHEMAS:  # (a list under items is draft 4-7 tuple form: checked below)
+        sub = schema.get(key)
+        if key in schema and not isinstance(sub, list) and (problem := schema_problem(sub, f"{where}.{key}")):
+            return problem
+    for key in (*_SUBSCHEMA_LISTS, "items", "additionalItems"):
+        if key in schema and (key not in ("items", "additionalItems") or isinstance(schema[key], list)):
+            subs = schema[key]
+            if not isinstance(subs, list):
+                return f"{where}.{key} must be a list of schemas"
+            for index, sub in enumerate(subs):
+                if problem := schema_problem(sub, f"{where}.{key}[{index}]"):
+                    return problem
+    return None

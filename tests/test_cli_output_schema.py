@@ -86,7 +86,16 @@ def test_no_valid_answer_exits_2_with_the_last_validation_error(
 
 @pytest.mark.parametrize(
     ("content", "problem"),
-    [("{not json", "not JSON"), ("[1, 2]", "a JSON Schema object is needed, got array")],
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "a JSON Schema object is needed, got array"),
+        # typos in the schema itself (a new user's trial: exit 0 with "null", or 8 wasted turns)
+        ('{"type": "objekt"}', "schema.type: 'objekt' is not a JSON type"),
+        ('{"properties": {"x": {"type": "strin"}}}', "schema.properties.x.type: 'strin' is not"),
+        ('{"type": "object", "required": "x"}', "schema.required must be a list"),
+        ('{"type": "array", "items": [1]}', "schema.items[0] must be an object or a boolean"),
+        ('{"type": "array", "items": {"type": "numbr"}}', "schema.items.type: 'numbr'"),
+    ],
 )
 def test_a_bad_schema_file_is_a_usage_error(
     tmp_path: Path, workspace: Path, content: str, problem: str

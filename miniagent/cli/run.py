@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..output import OutputSchema
-from ..validation import json_type_name
+from ..validation import json_type_name, schema_problem
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
 from .defaults import EXIT_ERROR
 from .display import choose_display
@@ -57,7 +57,8 @@ def read_output_schema(path: Path) -> dict[str, Any]:
     """The JSON Schema in the file ``--output-schema`` names.
 
     Raises:
-        UsageProblem: the file cannot be read, is not JSON, or holds no JSON object.
+        UsageProblem: the file cannot be read, is not JSON, holds no JSON object, or its
+            types are wrong (``validation.schema_problem``: ``"type": "objekt"``).
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -70,6 +71,9 @@ def read_output_schema(path: Path) -> dict[str, Any]:
     if not isinstance(schema, dict):
         kind = json_type_name(schema)
         raise UsageProblem(f"--output-schema {path}: a JSON Schema object is needed, got {kind}")
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise UsageProblem(f"--output-schema {path}: not a valid JSON Schema: {problem}")
     return schema
 
 
