@@ -55,11 +55,10 @@ def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
 ) -> None:
     grammar = _grammar(specs, Message("user", "In config.ini, replace the word Hilltop with Valley."))
     assert '\\"edit_file\\"' in grammar and _rule(grammar, "root") == "root ::= call"
-    run = 'plain ( " " plain ){0,7}'
+    run = 'word ( " " word ){0,7}'
     for name in ("old-text", "new-text"):
         assert _rule(grammar, f"args2-{name}") == f'args2-{name} ::= "\\"" {run} "\\""'
-    assert '"Hilltop"' in _rule(grammar, "plain") and '"Valley"' in _rule(grammar, "plain")
-    assert "config.ini" not in _rule(grammar, "plain")  # a file name is not what to write
+    assert '"Hilltop"' in _rule(grammar, "word") and '"Valley"' in _rule(grammar, "word")
     assert "char" not in _rule(grammar, "word")  # never a free string
 
 

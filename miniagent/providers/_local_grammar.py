@@ -16,8 +16,7 @@ Invariants:
 
 - A string argument of a call is COPIED: one to ``COPY_WORDS`` words, each a word of the user's
   request (outer punctuation stripped) or a word the chosen demo's call adds to its own request
-  (``wc``, ``-l``, ``def``), separated by single spaces. In the demo's shape, a file name it
-  copied takes one of the request's file names, a run of other words the request's other words. The 135M model writes good arguments
+  (``wc``, ``-l``, ``def``), separated by single spaces. The 135M model writes good arguments
   only when it can copy them; free strings ran away in 3 of 11 tasks (measured).
 - Every grammar is finite: the longest reply is bounded by the words, the quoted lines, or
   ``ANSWER_CHARS``; nothing can loop until the output-token limit.
@@ -339,8 +338,6 @@ class _Grammar:
             self.add("word", " | ".join(_literal(w) for w in words))
             files = [w for w in words if is_file_name(w)]
             self.add("file", " | ".join(_literal(w) for w in files) if files else "word")
-            plain = [w for w in words if not is_file_name(w)]
-            self.add("plain", " | ".join(_literal(w) for w in plain) if plain else "word")
             self.string = self.add("copied", f'"\\"" word ( " " word ){{0,{COPY_WORDS - 1}}} "\\""')
 
     def add(self, name: str, body: str) -> str:
@@ -374,7 +371,7 @@ class _Grammar:
         template = self.templates.get(key)
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
             return self.schema(schema, name)
-        run = f'plain ( " " plain ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
+        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
         file = "file" if "file" in self.rules else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
