@@ -221,6 +221,21 @@ HELD_OUT: tuple[Task, ...] = (
 """Ten requests written before the third tuning and never used for tuning, nor run before it:
 the held-out score."""
 
+HISTORY = (
+    "Each set's score when it was first run, before any tuning on it (2026-11-30, nearly idle "
+    "2-core machine): before the native client, about 1 of 10 (issue 19's trial); the native "
+    "client with free arguments and answers, 3 of 11 (TASKS); with the grammar of copied "
+    "arguments and quoted answers, MORE_TASKS 7 of 10, SECOND_TASKS 9 of 10, THIRD_TASKS 5 of 10 "
+    "(then the demo chooser was tuned on them); HELD_OUT 3 of 10 on the first run of the final "
+    "client. That run showed that one last change (copied runs of words without file names) broke "
+    "commands naming a file; it was reverted, so the HELD_OUT figure in the table (5 of 10) is no "
+    "longer blind. Held out in all, first runs: 24 of 40. Failures left are the demo chooser "
+    "(word overlap: 'defines' is not 'defined', 'README' without an extension is not a file "
+    "name, 'into' alone sent 'Translate this poem into French.' to write_file, which wrote a file) "
+    "and copied words in the wrong slot ('Rename the station Hilltop to Summit' edited 'station')."
+)
+"""The story of the scores (printed under the table)."""
+
 TUNED = (*TASKS, *MORE_TASKS, *SECOND_TASKS, *THIRD_TASKS)
 """Every task the prompt, the demos, the grammar or the demo chooser were tuned on."""
 
@@ -333,11 +348,11 @@ def run(report: Any, quick: bool) -> None:
             )
         )
     section.notes.append(
-        f"Load average when the suite started: {load}. Tasks: {', '.join(t.name for t in TASKS)}; "
-        f"{', '.join(t.name for t in (*MORE_TASKS, *SECOND_TASKS))}; "
+        f"Load average when the suite started: {load}. Tuned on: {', '.join(t.name for t in TUNED)}; "
         f"held out (never used for tuning): {', '.join(t.name for t in HELD_OUT)} "
-        "(bench/tasks/__init__.py); baseline before the native client: about 1 of 10."
+        "(bench/tasks/__init__.py)."
     )
+    section.notes.append(HISTORY)
 
 
 def main(argv: list[str] | None = None) -> int:
