@@ -431,7 +431,7 @@ def test_a_second_server_reuses_the_saved_prefix(tmp_path: Path, model_file: Pat
         run_agent(client=client, system=SYSTEM, tools=tools, user="What is in notes.txt?", max_turns=1)
         stats = client.last_stats  # type: ignore[attr-defined]
     assert stats["cached_tokens"] > 150  # the system turn, the tool and its demos came from the file
-    assert stats["evaluated_tokens"] < 60
+    assert stats["evaluated_tokens"] < 150  # the system prompt, the nearest demo, the request
 
 
 # --- more than reading one file: tasks of bench/tasks on the default client --------------------
