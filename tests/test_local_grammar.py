@@ -98,6 +98,7 @@ def test_a_long_result_is_answered_by_quoting_one_of_its_lines(specs: tuple[Tool
     long_line = _grammar(specs, *_after("y" * 1000))
     assert "y" * _local_grammar.QUOTE_CHARS + '\\""' in long_line
     assert "y" * (_local_grammar.QUOTE_CHARS + 1) not in long_line
+    assert long_line.endswith('" (the first 240 characters)"\n')
 
 
 def test_a_quote_escapes_quotes_and_backslashes(specs: tuple[ToolSpec, ...]) -> None:
@@ -219,3 +220,12 @@ def test_an_acronyms_plural_may_be_copied_in_the_singular() -> None:
         "in",
         "docs",
     ]
+
+
+def test_only_a_result_that_fits_is_quoted_whole(specs: tuple[ToolSpec, ...]) -> None:
+    """`seq 1 100` was answered "1 2 ... 40": the first 40 lines, quoted as if they were all."""
+    grammar = _grammar(specs, *_after("\n".join(str(n) for n in range(1, 101)), tool="run_command"))
+    quotes = _rule(grammar, "root").split(") ( ", 1)[1]
+    assert '"\\"1 2 3' not in quotes  # no partial "whole"
+    assert '"\\"1\\""' in quotes and '"\\"40\\""' in quotes and '"\\"41\\""' not in quotes
+    assert quotes.endswith(' " (one line of 100)"')  # and it says it is one line of many

@@ -9,8 +9,9 @@ Invariants:
     tool's required ones); with no demo near, any tool, or an answer that starts with
     ``"I cannot "`` or ``"Hello! "`` (``allow_answer_first`` frees the answer);
   - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
-    ``read_file``...) and one line of the result, or the whole result when it is short, in
-    double quotes (``write_file``/``edit_file``: ``"Done: "`` and the result, unquoted);
+    ``read_file``...) and the whole result when it is short, else one line of it followed by
+    ``(one line of N)``, in double quotes (``write_file``/``edit_file``: ``"Done: "`` and the
+    result, unquoted);
   - after a FAILED tool result: another call (as after a user message, any tool), or
     ``"It failed: "`` quoting the error.
 
@@ -192,17 +193,28 @@ def _quotes(result: str) -> list[str]:
     """What an answer may quote: a short result whole (its lines joined by spaces), a longer
     one line by line (each cut to ``QUOTE_CHARS``)."""
     lines = [" ".join(line.split()) for line in result.splitlines()]
-    lines = [line[:QUOTE_CHARS].rstrip() for line in lines if line][:QUOTE_LINES]
+    lines = [line for line in lines if line]
     whole = " ".join(lines)
     if len(whole) <= QUOTE_CHARS:
         return [whole or "(empty)"]
-    return lines
+    return [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
 
 
 def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
+    """Opener, then a quote; a quote of one line of a longer result says so after it
+    (`` (one line of 100)``; a cut line ``(the first 240 characters)``), so nobody takes it
+    for the whole result."""
     start = " | ".join(_literal(o) for o in openers)
-    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in _quotes(result))
-    return f"( {start} ) ( {body} )"
+    quotes = _quotes(result)
+    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
+    lines = [" ".join(line.split()) for line in result.splitlines() if line.strip()]
+    if quotes == [" ".join(lines) or "(empty)"]:
+        tail = ""  # the whole result
+    elif len(lines) > 1:
+        tail = " " + _literal(f" (one line of {len(lines)})")
+    else:
+        tail = " " + _literal(f" (the first {QUOTE_CHARS} characters)")
+    return f"( {start} ) ( {body} ){tail}"
 
 
 # --- calls --------------------------------------------------------------------------------------
