@@ -163,10 +163,8 @@ def _answers_now(last: Message) -> bool:
 def json_grammar(schema: dict[str, Any]) -> str:
     """The grammar of an answer that is one JSON value of ``schema``."""
     g = _Grammar()
-    value = g.schema(schema, "json")
-    g.add("root", value)
-    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
-    return f"{body}\n{_JSON_RULES.strip()}\n"
+    g.add("root", g.schema(schema, "json"))
+    return g.text()
 
 
 def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
@@ -189,31 +187,21 @@ def answer_grammar(result: str, tool: str = "") -> str:
     return f"root ::= {_quote_rule(openers, result, quoted)}\n"
 
 
-def _quotes(result: str) -> list[str]:
-    """What an answer may quote: a short result whole (its lines joined by spaces), a longer
-    one line by line (each cut to ``QUOTE_CHARS``)."""
-    lines = [" ".join(line.split()) for line in result.splitlines()]
-    lines = [line for line in lines if line]
+def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
+    """Opener, then a quote: a short result whole (its lines joined by spaces), a longer one
+    line by line (each cut to ``QUOTE_CHARS``, the first ``QUOTE_LINES``). A quote of one line
+    of a longer result says so after it (`` (one line of 100)``; a cut line ``(the first 240
+    characters)``), so nobody takes it for the whole result."""
+    lines = [" ".join(line.split()) for line in result.splitlines() if line.strip()]
     whole = " ".join(lines)
     if len(whole) <= QUOTE_CHARS:
-        return [whole or "(empty)"]
-    return [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
-
-
-def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
-    """Opener, then a quote; a quote of one line of a longer result says so after it
-    (`` (one line of 100)``; a cut line ``(the first 240 characters)``), so nobody takes it
-    for the whole result."""
-    start = " | ".join(_literal(o) for o in openers)
-    quotes = _quotes(result)
-    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
-    lines = [" ".join(line.split()) for line in result.splitlines() if line.strip()]
-    if quotes == [" ".join(lines) or "(empty)"]:
-        tail = ""  # the whole result
-    elif len(lines) > 1:
-        tail = " " + _literal(f" (one line of {len(lines)})")
+        quotes, tail = [whole or "(empty)"], ""
     else:
-        tail = " " + _literal(f" (the first {QUOTE_CHARS} characters)")
+        quotes = [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
+        more = f" (one line of {len(lines)})" if len(lines) > 1 else f" (the first {QUOTE_CHARS} characters)"
+        tail = " " + _literal(more)
+    start = " | ".join(_literal(o) for o in openers)
+    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
     return f"( {start} ) ( {body} ){tail}"
 
 
@@ -239,12 +227,13 @@ def call_grammar(
             (and the tool's required ones), and each string argument of the demo's is a
             template: the words the demo's call adds to its request stay, each run of words it
             copied from its request is a run of ``words``.
-        answer: ``None`` (a call only); ``("free", openers)``: a line of at most
-            ``ANSWER_CHARS`` starting with one of ``openers`` (any line for ``""``);
+        answer: ``None`` (a call only); ``("free", openers)``: one sentence of at most
+            ``SENTENCE_CHARS`` after one of ``openers`` (``""``: any line of at most
+            ``ANSWER_CHARS``);
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
     """
-    g = _Grammar(words)
+    g = _Grammar(words, _templates(demo) if only is not None else {})
     calls = []
     for index, spec in enumerate(tools):
         if only is not None and spec.name != only:
@@ -252,9 +241,7 @@ def call_grammar(
         schema = spec.input_schema or {"type": "object"}
         if only is not None:
             schema = _narrowed(schema, set(demo.arguments) if demo is not None else None)
-            g.templates = _templates(demo)
         arguments = g.schema(schema, f"args{index}")
-        g.templates = {}
         if arguments == "value":
             arguments = "object"
         head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
@@ -264,15 +251,16 @@ def call_grammar(
         g.add("call", f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"')
         choices.append("call")
     if answer is not None and answer[0] == "json":
-        g.string = "string"  # the answer's strings are free (bounded), not copied
-        g.add("answer", g.schema(answer[1], "json"))
+        free = _Grammar()  # the answer's strings are free (bounded), not copied
+        value = free.schema(answer[1], "json")
+        g.rules.update(free.rules)
+        g.add("answer", value)
         choices.append("answer")
     elif answer is not None or not calls:
         g.add("answer", _answer_rule(answer))
         choices.append("answer")
     g.add("root", " | ".join(choices))
-    body = "\n".join(f"{name} ::= {rule}" for name, rule in g.rules.items())
-    return f"{body}\n{_JSON_RULES.strip()}\n"
+    return g.text()
 
 
 def _answer_rule(answer: tuple[Any, ...] | None) -> str:
@@ -340,12 +328,15 @@ array ::= "[" ( value ( ", " value ){0,15} )? "]"
 
 class _Grammar:
     """Builds GBNF rules for JSON Schemas (one rule per sub-schema); strings are copied from
-    ``words`` when there are any."""
+    ``words`` when there are any, string properties named in ``templates`` follow their
+    template (``_templates``)."""
 
-    def __init__(self, words: Sequence[str] = ()) -> None:
+    def __init__(
+        self, words: Sequence[str] = (), templates: dict[str, list[str | None]] | None = None
+    ) -> None:
         self.rules: dict[str, str] = {}
         self.string = "string"
-        self.templates: dict[str, list[str | None]] = {}
+        self.templates = templates or {}
         if words:
             self.add("word", " | ".join(_literal(w) for w in words))
             files = [w for w in words if is_file_name(w)]
@@ -355,6 +346,11 @@ class _Grammar:
     def add(self, name: str, body: str) -> str:
         self.rules[name] = body
         return name
+
+    def text(self) -> str:
+        """The grammar: the rules added, then the shared JSON rules."""
+        body = "\n".join(f"{name} ::= {rule}" for name, rule in self.rules.items())
+        return f"{body}\n{_JSON_RULES.strip()}\n"
 
     def schema(self, schema: Any, name: str) -> str:
         """Return a rule (or primitive rule name) matching values of ``schema``."""

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -344,17 +343,16 @@ def one_at_a_time(path: Path | None, cancel: threading.Event | None) -> Iterator
     if handle is None:
         yield True
         return
+    waiting = cancel if cancel is not None else threading.Event()  # never set: plain waits
     with handle:
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if cancel is not None and cancel.wait(0.05):
+                if waiting.wait(0.05):
                     yield False
                     return
-                if cancel is None:
-                    time.sleep(0.05)
         try:
             yield True
         finally:
