@@ -561,6 +561,7 @@ _SUBSCHEMAS = (
     "unevaluatedItems", "unevaluatedProperties", "additionalItems",
 )  # fmt: skip
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_TUPLE_FORMS = ("items", "additionalItems")  # a list of schemas there is the draft 4-7 tuple form
 
 
 def schema_problem(schema: Any, where: str = "schema") -> str | None:
@@ -575,9 +576,10 @@ def schema_problem(schema: Any, where: str = "schema") -> str | None:
     if not isinstance(schema, dict):
         return f"{where} must be an object or a boolean, not {json_type_name(schema)}"
     kinds = schema.get("type")
-    for kind in kinds if isinstance(kinds, list) else [] if kinds is None else [kinds]:
-        if kind not in JSON_TYPE_NAMES:
-            return f"{where}.type: {kind!r} is not a JSON type (one of {', '.join(JSON_TYPE_NAMES)})"
+    if kinds is not None:
+        for kind in kinds if isinstance(kinds, list) else [kinds]:
+            if kind not in JSON_TYPE_NAMES:
+                return f"{where}.type: {kind!r} is not a JSON type (one of {', '.join(JSON_TYPE_NAMES)})"
     required = schema.get("required")
     if required is not None and not (
         isinstance(required, list) and all(isinstance(r, str) for r in required)
@@ -592,16 +594,17 @@ def schema_problem(schema: Any, where: str = "schema") -> str | None:
         for name, sub in mapping.items():
             if problem := schema_problem(sub, f"{where}.{key}.{name}"):
                 return problem
-    for key in _SUBSCHEMAS:  # (a list under items is draft 4-7 tuple form: checked below)
-        sub = schema.get(key)
-        if key in schema and not isinstance(sub, list) and (problem := schema_problem(sub, f"{where}.{key}")):
+    for key in _SUBSCHEMAS:
+        tuple_form = key in _TUPLE_FORMS and isinstance(schema.get(key), list)
+        if key in schema and not tuple_form and (problem := schema_problem(schema[key], f"{where}.{key}")):
             return problem
-    for key in (*_SUBSCHEMA_LISTS, "items", "additionalItems"):
-        if key in schema and (key not in ("items", "additionalItems") or isinstance(schema[key], list)):
-            subs = schema[key]
-            if not isinstance(subs, list):
-                return f"{where}.{key} must be a list of schemas"
-            for index, sub in enumerate(subs):
-                if problem := schema_problem(sub, f"{where}.{key}[{index}]"):
-                    return problem
+    for key in (*_SUBSCHEMA_LISTS, *_TUPLE_FORMS):
+        subs = schema.get(key)
+        if key not in schema or (key in _TUPLE_FORMS and not isinstance(subs, list)):
+            continue
+        if not isinstance(subs, list):
+            return f"{where}.{key} must be a list of schemas"
+        for index, sub in enumerate(subs):
+            if problem := schema_problem(sub, f"{where}.{key}[{index}]"):
+                return problem
     return None

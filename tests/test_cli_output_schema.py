@@ -95,6 +95,7 @@ def test_no_valid_answer_exits_2_with_the_last_validation_error(
         ('{"type": "object", "required": "x"}', "schema.required must be a list"),
         ('{"type": "array", "items": [1]}', "schema.items[0] must be an object or a boolean"),
         ('{"type": "array", "items": {"type": "numbr"}}', "schema.items.type: 'numbr'"),
+        ('{"type": "array", "contains": [{"type": "string"}]}', "schema.contains must be an object"),
     ],
 )
 def test_a_bad_schema_file_is_a_usage_error(
