@@ -186,9 +186,10 @@ MORE_DEMOS: tuple[Demo, ...] = (
         "I cannot send messages: I can only read, search and change the files here and run commands.",
     ),
 )
-"""More requests of the same kinds, not in the prompt: with ``DEMOS`` they choose the tool of a first
-reply (``nearest_demo``): the 135M model writes good arguments for a given tool, but picks the
-tool badly (``list_dir`` for most requests, measured)."""
+"""More requests of the same kinds, in the fixed prefix too (a second phrasing per tool, see
+``_interleaved``; the refusal is shown as ``REFUSAL``): with ``DEMOS`` they choose the tool of a
+first reply (``nearest_demo``): the 135M model writes good arguments for a given tool, but picks
+the tool badly (``list_dir`` for most requests, measured)."""
 
 ROUTING_DEMOS: tuple[Demo, ...] = (
     Demo(
