@@ -167,7 +167,7 @@ def _pieces(body: bytes) -> list[bytes]:
 
 
 def _decode_only(chunks: list[bytes]) -> int:
-    from miniagent.providers.sse import SSEDecoder
+    from miniagent.net.sse import SSEDecoder
 
     decoder = SSEDecoder()
     count = 0
@@ -177,7 +177,7 @@ def _decode_only(chunks: list[bytes]) -> int:
 
 
 def _decode_map(chunks: list[bytes], mapper: Callable[..., Iterable[Any]]) -> int:
-    from miniagent.providers.sse import iter_sse_events
+    from miniagent.net.sse import iter_sse_events
 
     count = 0
     for _ in mapper(iter_sse_events(chunks)):
@@ -186,7 +186,7 @@ def _decode_map(chunks: list[bytes], mapper: Callable[..., Iterable[Any]]) -> in
 
 
 def _payloads(body: bytes) -> list[str]:
-    from miniagent.providers.sse import iter_sse_events
+    from miniagent.net.sse import iter_sse_events
 
     return [e.data for e in iter_sse_events([body]) if e.data and e.data != "[DONE]"]
 

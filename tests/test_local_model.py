@@ -23,6 +23,7 @@ import pytest
 from miniagent.agent import run_agent
 from miniagent.messages import Message
 from miniagent.model import ModelRequest, ToolSpec
+from miniagent.net.sse import SSEEvent
 from miniagent.providers._local_native import RepetitionGuard
 from miniagent.providers.local import (
     DEFAULT_MODEL_FILE,
@@ -35,7 +36,6 @@ from miniagent.providers.local import (
     default_model_path,
     resolve_model_path,
 )
-from miniagent.providers.sse import SSEEvent
 from miniagent.tools import Tool, tool
 from tests.cli_helpers import cli_command, cli_env
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagent.providers.sse import SSEDecoder, SSEEvent, iter_sse_events
+from miniagent.net.sse import SSEDecoder, SSEEvent, iter_sse_events
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,8 +12,8 @@ import pytest
 from providers_server import ProviderServer, Reply, request, run
 
 from miniagent import ProviderError
+from miniagent.net.sse import MAX_EVENT_BYTES, SSEDecoder
 from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
-from miniagent.providers.sse import MAX_EVENT_BYTES, SSEDecoder
 
 pytestmark = pytest.mark.timeout(60)
 

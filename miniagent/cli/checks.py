@@ -94,8 +94,8 @@ def check_base_url(url: str, source: str = "--base-url") -> None:
             fragment, a percent-encoded host, a bad port, no host...), or an unusable proxy
             variable; the text never shows user info or query values.
     """
-    from ..providers._urls import check_base_url as check_url
-    from ..providers._urls import check_proxy_for
+    from ..net.urls import check_base_url as check_url
+    from ..net.urls import check_proxy_for
 
     try:
         check_proxy_for(check_url(url, what=source))

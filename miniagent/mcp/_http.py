@@ -3,18 +3,18 @@
 - Every message is one POST of JSON to the endpoint with ``Accept: application/json,
   text/event-stream``. A request's answer is either ``application/json`` (the response, or a
   batch holding it) or ``text/event-stream``: server-sent events, each one JSON-RPC message,
-  decoded by the providers' SSE reader; messages before the response (notifications, the
+  decoded by the SSE reader of ``net.sse``; messages before the response (notifications, the
   server's requests) go to the handler, and replies to the server's requests are POSTed back.
 - ``Mcp-Session-Id`` from the ``initialize`` answer is sent on every later request;
   ``MCP-Protocol-Version`` once the version is agreed. HTTP 404 on a request that carried a
   session id means the server ended the session: ``alive()`` turns false and the next call
   starts a new session. ``close()`` sends DELETE (failures ignored).
-- Cancel and timeout: the request runs in the caller's thread; the providers' socket watcher
+- Cancel and timeout: the request runs in the caller's thread; the socket watcher of ``net.watcher``
   shuts the socket down when the cancel event is set (also while waiting for the response
   headers), and the socket's read timeout is the time left until the deadline (checked again
   after every chunk, so keep-alive comments cannot extend it).
 - Keep-alive: once the response was found, the rest of the body (the end of the event stream)
-  is read for at most 0.2 s (the providers' ``_release``) and the connection goes back to the
+  is read for at most 0.2 s (``net.connection.release``) and the connection goes back to the
   pool for the next request; after a cancel, a timeout or an error it is closed.
 - Header values (``Authorization``...) never appear in errors or logs.
 """
@@ -33,10 +33,10 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTime
 from urllib3.util import Timeout
 
 from .._log import Logger
-from ..providers import _http as provider_http
-from ..providers._urllib3 import OpenFailed, new_session, open_response, response_socket
-from ..providers._watcher import SocketWatcher
-from ..providers.sse import SSEDecoder
+from ..net.connection import READ_SIZE, OpenFailed, new_session, open_response, release, response_socket
+from ..net.failures import connection_failure
+from ..net.sse import SSEDecoder
+from ..net.watcher import SocketWatcher
 from ._errors import MCPError
 from ._wire import Handler, Interrupted, Message, encode, is_response
 
@@ -46,7 +46,6 @@ CONNECT_TIMEOUT = 10.0
 NOTIFY_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 2.0
 MAX_BODY_BYTES = 64 * 1024 * 1024
-_READ_SIZE = 65536
 _SNIPPET_CHARS = 200
 
 logger = Logger("miniagent.mcp")
@@ -96,7 +95,7 @@ class HTTPTransport:
                 self.session_id = response.headers.get("mcp-session-id") or None
             answer = self._answer(message, response, handler, cancel, deadline)
             if watcher is None or watcher.stop():  # the socket is intact: keep the connection
-                provider_http._release(response)
+                release(response)
             return answer
         finally:
             if watcher is not None:
@@ -110,7 +109,7 @@ class HTTPTransport:
             return
         try:
             response = self._post(encode(message), None, time.monotonic() + NOTIFY_TIMEOUT, None)
-            provider_http._release(response)
+            release(response)
             response.close()
             if response.status >= 300:
                 logger.debug("[%s] %s answered HTTP %s", self.name, message.get("method"), response.status)
@@ -183,16 +182,17 @@ class HTTPTransport:
         connect_timeout = isinstance(exc, ConnectTimeoutError) and not isinstance(exc, NewConnectionError)
         if connect_timeout or isinstance(exc, (requests.Timeout, ReadTimeoutError, TimeoutError)):
             return Interrupted("timeout")
-        cause = type(exc).__name__
         if not isinstance(exc, ValueError):  # not a URL problem: the connection failed
-            return MCPError(
-                f"MCP server {self.name!r}: cannot connect to {provider_http._host_port(self.url)} ({cause})",
-                server=self.name,
-                kind="closed",
+            text = connection_failure(
+                f"MCP server {self.name!r}",
+                self.url,
+                exc,
+                connect_timeout=self.connect_timeout,
+                read_timeout=self.connect_timeout if deadline is None else deadline - time.monotonic(),
             )
-        return MCPError(
-            f"MCP server {self.name!r}: request failed ({cause})", server=self.name, kind="closed"
-        )
+            return MCPError(text, server=self.name, kind="closed")
+        text = f"MCP server {self.name!r}: request failed ({type(exc).__name__})"
+        return MCPError(text, server=self.name, kind="closed")
 
     @staticmethod
     def _left(deadline: float) -> float:
@@ -279,7 +279,7 @@ class HTTPTransport:
     def _reply(self, reply: Message) -> None:
         try:
             response = self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None)
-            provider_http._release(response)
+            release(response)
             response.close()
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] reply not sent: %s", self.name, exc)
@@ -302,7 +302,7 @@ class HTTPTransport:
             if deadline is not None and sock is not None:
                 sock.settimeout(self._left(deadline))
             try:
-                chunk = raw.read1(_READ_SIZE, decode_content=True)
+                chunk = raw.read1(READ_SIZE, decode_content=True)
             except Exception as exc:  # urllib3/http.client/socket errors: the stream broke
                 if cancel is not None and cancel.is_set():
                     raise Interrupted("cancelled") from None

@@ -11,7 +11,7 @@ message says what to install: ``miniagent.providers needs requests: pip install 
   headers={}, extra_body={})``: the one value that configures a client's HTTP exchange
 - ``RetryPolicy(max_retries=3, backoff_base=0.5, backoff_max=8, max_retry_after=60, wait=...)``
 
-Both clients stream over server-sent events (one parser, ``miniagent.providers.sse``), retry
+Both clients stream over server-sent events (one parser, ``miniagent.net.sse``), retry
 transient failures before the first event, stop within milliseconds when the request's cancel
 event is set, and keep their connection alive between turns (one TCP/TLS connection per client
 as long as the server allows it).
@@ -35,9 +35,9 @@ from dataclasses import fields
 from .._provider_names import PROVIDERS, check_provider
 from ..errors import ProviderError
 from ..model import ModelClient
+from ..net.urls import check_base_url
 from ._config import HTTPSettings
 from ._retry import RetryPolicy
-from ._urls import check_base_url
 from .anthropic import AnthropicClient
 from .openai import OpenAIChatClient
 

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from ..model import ModelEvent, ModelRequest
+from ..net.sse import SSEEvent
+from ..net.urls import check_base_url, check_proxy_for
 from ._config import HTTPSettings, base_headers, resolve_api_key
 from ._http import Transport
-from ._urls import check_base_url, check_proxy_for
-from .sse import SSEEvent
 
 __all__ = ["HTTPClient", "StreamMapper"]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
+from ..net.urls import connection_host
 from ._retry import RetryPolicy
-from ._urls import connection_host
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",

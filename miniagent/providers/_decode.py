@@ -7,9 +7,9 @@ import math
 from typing import Any, NoReturn
 
 from ..errors import ProviderError
+from ..net.sse import SSEEvent
 from ..validation import json_type_name
 from ._errors import redact, truncate
-from .sse import SSEEvent
 
 __all__ = [
     "count",

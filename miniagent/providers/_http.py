@@ -1,8 +1,8 @@
 """HTTP transport shared by the providers: POST, retry, read the event stream, cancel.
 
 Layering: ``_client`` builds a ``Transport`` from one ``HTTPSettings`` (``_config``); the
-transport uses ``_urllib3`` (the only module touching urllib3 internals) to open a response and
-``_watcher`` to make every phase of it cancellable.
+transport uses ``net.connection`` (the only module touching urllib3 internals) to open a response and
+``net.watcher`` to make every phase of it cancellable.
 
 - One ``requests.Session`` per client (``new_session``): keep-alive between turns.
 - ``Transport.stream`` POSTs a JSON body, retries per ``RetryPolicy`` until the first model
@@ -27,66 +27,46 @@ transport uses ``_urllib3`` (the only module touching urllib3 internals) to open
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
-import os
-import re
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-import requests
 from urllib3 import BaseHTTPResponse
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    NameResolutionError,
-    NewConnectionError,
-    ProtocolError,
-    ProxyError,
-    ReadTimeoutError,
-)
-from urllib3.exceptions import HTTPError as Urllib3HTTPError
-from urllib3.exceptions import IncompleteRead as Urllib3IncompleteRead
-from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util import Timeout
 
 from .._log import Logger
 from .._text import utf8
 from ..errors import ProviderError
 from ..model import ModelEvent
+from ..net.connection import (
+    READ_ERRORS,
+    READ_SIZE,
+    OpenFailed,
+    new_session,
+    open_response,
+    release,
+    response_socket,
+)
+from ..net.failures import connection_failure, exception_chain, host_port, is_stale, root_cause
+from ..net.sse import SSEDecoder, SSEEvent
+from ..net.urls import display_url
+from ..net.watcher import SocketWatcher
 from ._config import HTTPSettings
 from ._errors import error_details, redact, truncate
 from ._retry import retry_after_seconds
-from ._urllib3 import OpenFailed, new_session, open_response, response_socket
-from ._urls import display_url
-from ._watcher import SocketWatcher
-from .sse import SSEDecoder, SSEEvent
 
 __all__ = ["Mapper", "StatusError", "Transport"]
 
 Mapper = Callable[[Iterator[SSEEvent]], Iterator[ModelEvent]]
 """A provider's stream mapping: SSE events in, model events out (raises ``ProviderError``)."""
 
-READ_SIZE = 65536
-"""Most bytes taken from the socket per read (a read returns as soon as any data arrived)."""
-
 ERROR_BODY_LIMIT = 65536
 """Most bytes of an error response body read to find the provider's message."""
 
-DRAIN_TIMEOUT = 0.2
-"""Most seconds spent reading what follows the end marker of a finished stream (keep-alive)."""
-
-DRAIN_LIMIT = 16384
-"""Most bytes read after the end marker of a finished stream; more: the connection is closed."""
-
 _log = Logger("miniagent.providers")  # HTTP statuses and retries
 _NOT_SSE = ("text/html", "application/json", "application/xml", "text/xml")
-
-_READ_ERRORS = (Urllib3HTTPError, http.client.HTTPException, OSError, ValueError)
 
 
 class StatusError(ProviderError):
@@ -236,17 +216,17 @@ class Transport:
             response = self._post(url, headers, payload, cancel, watcher)
             if watcher is not None:
                 watcher.attach(response_socket(response))
-            _log.debug("%s: HTTP %d from %s", self.provider, response.status, _host_port(url))
+            _log.debug("%s: HTTP %d from %s", self.provider, response.status, host_port(url))
             if not 200 <= response.status < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
-            yield from mapper(self._sse_events(response, cancel, deadline, _host_port(url)))
+            yield from mapper(self._sse_events(response, cancel, deadline, host_port(url)))
             finished = True
         finally:
             intact = watcher.stop() if watcher is not None else True
             if response is not None:
                 if finished and intact and not (cancel is not None and cancel.is_set()):
-                    _release(response)
+                    release(response)
                 response.close()
 
     def _post(
@@ -265,7 +245,7 @@ class Transport:
             except OpenFailed as failed:
                 if cancel is not None and cancel.is_set():
                     raise _Cancelled from None
-                if not fresh_retry and failed.reused and _is_stale(failed.cause):
+                if not fresh_retry and failed.reused and is_stale(failed.cause):
                     fresh_retry = True  # the server closed the idle connection: not a failure
                     continue
                 if isinstance(failed.cause, ValueError):  # URL or proxy URL that cannot be parsed
@@ -276,23 +256,20 @@ class Transport:
 
     def _connection_error(self, url: str, exc: BaseException, via_proxy: bool = False) -> str:
         """One line naming ``host:port`` and the root cause of a failed request (redacted)."""
-        where = _host_port(url)
-        chain = _exception_chain(exc)
-        cause = _root_cause(chain, self.settings.connect_timeout, self.settings.read_timeout)
-        if via_proxy and any(isinstance(e, (ProxyError, *_CONNECT_PHASE)) for e in chain):
-            text = f"{self.provider}: cannot connect through the proxy to {where} ({cause})"
-        elif any(isinstance(e, _CONNECT_PHASE) for e in chain):
-            text = f"{self.provider}: cannot connect to {where} ({cause})"
-        elif any(isinstance(e, _READ_TIMEOUTS) for e in chain):
-            text = f"{self.provider}: no answer from {where} ({cause})"
-        else:
-            text = f"{self.provider}: connection to {where} failed ({cause})"
+        text = connection_failure(
+            self.provider,
+            url,
+            exc,
+            connect_timeout=self.settings.connect_timeout,
+            read_timeout=self.settings.read_timeout,
+            via_proxy=via_proxy,
+        )
         return truncate(redact(text, self.secrets), 300)
 
     def _read_limited(self, response: BaseHTTPResponse, cancel: threading.Event | None) -> bytes:
         try:
             data = response.read(ERROR_BODY_LIMIT, decode_content=True)
-        except _READ_ERRORS as exc:
+        except READ_ERRORS as exc:
             if cancel is not None and cancel.is_set():
                 raise _Cancelled from None
             return f"(body unreadable: {type(exc).__name__})".encode()
@@ -356,11 +333,11 @@ class Transport:
                 raise _Cancelled
             try:
                 chunk = read1(READ_SIZE, decode_content=True)
-            except _READ_ERRORS as exc:
+            except READ_ERRORS as exc:
                 if cancel is not None and cancel.is_set():
                     raise _Cancelled from None
-                cause = _root_cause(
-                    _exception_chain(exc), self.settings.connect_timeout, self.settings.read_timeout
+                cause = root_cause(
+                    exception_chain(exc), self.settings.connect_timeout, self.settings.read_timeout
                 )
                 text = f"{self.provider} stream broken: {cause} ({where})"
                 raise ProviderError(truncate(redact(text, self.secrets), 300), retryable=True) from None
@@ -380,129 +357,3 @@ class Transport:
         if cancel is not None and cancel.is_set():
             raise _Cancelled
         yield from decoder.close()
-
-
-def _release(response: BaseHTTPResponse) -> None:
-    """Read what follows the end marker and give the connection back to the pool.
-
-    Reads at most ``DRAIN_LIMIT`` bytes within ``DRAIN_TIMEOUT`` seconds (socket timeout set
-    for the drain; urllib3 sets it again for the next request). When the body ended, urllib3
-    returns the connection to the pool (``_put_conn`` detaches the watcher first); otherwise
-    the caller's ``response.close()`` closes it. Never raises.
-    """
-    raw: Any = response
-    sock = response_socket(response)
-    if sock is None:
-        return
-    end = time.monotonic() + DRAIN_TIMEOUT
-    left = DRAIN_LIMIT
-    ended = False
-    try:
-        while left > 0 and (remaining := end - time.monotonic()) > 0:
-            sock.settimeout(remaining)
-            chunk = raw.read1(min(left, READ_SIZE), decode_content=True)
-            if not chunk:
-                ended = True
-                break
-            left -= len(chunk)
-    except (*_READ_ERRORS, RuntimeError):
-        return
-    if ended:
-        raw.release_conn()  # a no-op when urllib3 already did it at the end of the body
-
-
-def _host_port(url: str) -> str:
-    """``host:port`` of ``url`` (default port by scheme; IPv6 in brackets; no user info)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or "?"
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return "?"
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _exception_chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and every exception nested in it (``args``, ``reason``, cause, context)."""
-    seen: list[BaseException] = []
-    todo: list[Any] = [exc]
-    while todo and len(seen) < 32:
-        item = todo.pop(0)
-        if not isinstance(item, BaseException) or any(item is e for e in seen):
-            continue
-        seen.append(item)
-        todo.extend(item.args)
-        todo.extend((getattr(item, "reason", None), item.__cause__, item.__context__))
-    return seen
-
-
-_CONNECT_PHASE: tuple[type[BaseException], ...] = (
-    NewConnectionError,
-    ConnectTimeoutError,
-    requests.ConnectTimeout,
-    ssl.SSLError,
-    Urllib3SSLError,
-    requests.exceptions.SSLError,
-    socket.gaierror,
-    ConnectionRefusedError,
-)
-_READ_TIMEOUTS: tuple[type[BaseException], ...] = (
-    ReadTimeoutError,
-    requests.ReadTimeout,
-    TimeoutError,
-)
-_TLS_REASON = re.compile(r"\] (.+?)(?: \(_ssl\.c:\d+\))?$")
-
-
-def _root_cause(chain: list[BaseException], connect_timeout: float, read_timeout: float) -> str:
-    """A short lowercase phrase for the deepest understood cause in ``chain``."""
-
-    def find(kinds: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
-        return next((e for e in reversed(chain) if isinstance(e, kinds)), None)
-
-    verify = find(ssl.SSLCertVerificationError)
-    if isinstance(verify, ssl.SSLCertVerificationError):
-        detail = verify.verify_message or verify.reason or "certificate verify failed"
-        return f"TLS certificate not accepted: {str(detail).rstrip('.')}"
-    tls = find(ssl.SSLError)
-    if isinstance(tls, ssl.SSLError):
-        match = _TLS_REASON.search(str(tls.strerror or tls))
-        detail = match.group(1) if match else str(tls.reason or tls).lower().replace("_", " ")
-        return f"TLS error: {detail}"
-    if find((socket.gaierror, NameResolutionError)) is not None:
-        return "name not resolved"
-    if find(ConnectionRefusedError) is not None:
-        return "connection refused"
-    if any(isinstance(e, ConnectTimeoutError) and not isinstance(e, NewConnectionError) for e in chain):
-        return f"timed out after {connect_timeout:g} s"
-    if find(_READ_TIMEOUTS) is not None:
-        return f"no data for {read_timeout:g} s"
-    if find(http.client.RemoteDisconnected) is not None:  # before its base ConnectionResetError
-        return "the server closed the connection without answering"
-    if find(ConnectionResetError) is not None:
-        return "connection reset by the server"
-    if find(BrokenPipeError) is not None:
-        return "the server closed the connection while the request was sent"
-    if find((http.client.IncompleteRead, Urllib3IncompleteRead)) is not None:
-        return "the server closed the connection in the middle of the response"
-    os_error = find(OSError)
-    if isinstance(os_error, OSError) and os_error.errno:
-        return os.strerror(os_error.errno).lower()
-    if find(ProtocolError) is not None:
-        return "the connection broke"
-    root = chain[-1] if chain else None
-    if root is None:
-        return "unknown error"
-    text = str(root)
-    if "(" in text and "=" in text:  # a urllib3 object repr: keep the type only
-        return type(root).__name__
-    return truncate(f"{type(root).__name__}: {text}" if text else type(root).__name__, 200)
-
-
-def _is_stale(exc: BaseException) -> bool:
-    """Whether ``exc`` means "the server had closed this idle connection": nothing received."""
-    chain = _exception_chain(exc)
-    if any(isinstance(e, (*_READ_TIMEOUTS, *_CONNECT_PHASE)) for e in chain):
-        return False
-    stale = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
-    return any(isinstance(e, stale) for e in chain)

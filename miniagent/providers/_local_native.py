@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from ..net.sse import SSEEvent
 from ..output import with_output_instruction
 from ..usage import Usage
 from . import _local_grammar, _local_prompt
@@ -47,7 +48,6 @@ from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import load_event_json, parse_tool_input
 from ._errors import in_stream_error
-from .sse import SSEEvent
 
 if TYPE_CHECKING:
     from .local import LocalServer

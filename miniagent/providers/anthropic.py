@@ -26,6 +26,7 @@ from ..model import (
     ToolSpec,
     UsageEvent,
 )
+from ..net.sse import SSEEvent
 from ..output import with_output_instruction
 from ..usage import Usage
 from ._client import HTTPClient
@@ -34,7 +35,6 @@ from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._pricing import Pricer
-from .sse import SSEEvent
 
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
 

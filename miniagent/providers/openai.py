@@ -27,6 +27,7 @@ from ..model import (
     ToolSpec,
     UsageEvent,
 )
+from ..net.sse import SSEEvent
 from ..output import strict_compatible
 from ..usage import Usage
 from ._client import HTTPClient
@@ -36,7 +37,6 @@ from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._local_template import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
-from .sse import SSEEvent
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 

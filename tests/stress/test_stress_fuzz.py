@@ -26,9 +26,9 @@ from stress_support import scale
 
 from miniagent import ProviderError, TextEvent, ToolCall, ToolCallEvent
 from miniagent.model import ModelEvent
+from miniagent.net.sse import SSEEvent, iter_sse_events
 from miniagent.providers.anthropic import map_messages_stream
 from miniagent.providers.openai import map_chat_stream
-from miniagent.providers.sse import SSEEvent, iter_sse_events
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -30,11 +30,11 @@ from miniagent import (
     run_agent,
     tool,
 )
+from miniagent.net.sse import SSEEvent, iter_sse_events
 from miniagent.providers import OpenAIChatClient
 from miniagent.providers._errors import in_stream_error
 from miniagent.providers.anthropic import map_messages_stream
 from miniagent.providers.openai import map_chat_stream
-from miniagent.providers.sse import SSEEvent, iter_sse_events
 from miniagent.session import SessionFile
 from miniagent.testing import ScriptedClient
 from miniagent.toolbox import default_tools

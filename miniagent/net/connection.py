@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,9 +53,31 @@ from urllib3.util import Timeout
 from urllib3.util.connection import allowed_gai_family
 from urllib3.util.proxy import connection_requires_http_tunnel
 
-from ._watcher import SocketWatcher
+from .watcher import SocketWatcher
 
-__all__ = ["OpenFailed", "new_session", "open_response", "response_socket"]
+__all__ = [
+    "DRAIN_LIMIT",
+    "DRAIN_TIMEOUT",
+    "READ_ERRORS",
+    "READ_SIZE",
+    "OpenFailed",
+    "new_session",
+    "open_response",
+    "release",
+    "response_socket",
+]
+
+READ_SIZE = 65536
+"""Most bytes taken from the socket per read (a read returns as soon as any data arrived)."""
+
+DRAIN_TIMEOUT = 0.2
+"""Most seconds spent reading what follows the end of a finished body (keep-alive)."""
+
+DRAIN_LIMIT = 16384
+"""Most bytes read after the end of a finished body; more: the connection is closed."""
+
+READ_ERRORS = (HTTPError, http.client.HTTPException, OSError, ValueError)
+"""What reading a streamed body may raise (a broken, reset or cut connection)."""
 
 _OPEN_ERRORS = (requests.RequestException, HTTPError, http.client.HTTPException, OSError, ValueError)
 
@@ -287,3 +310,32 @@ def response_socket(response: BaseHTTPResponse) -> socket.socket | None:
     conn: Any = getattr(response, "_connection", None)
     sock = getattr(conn, "sock", None)
     return sock if isinstance(sock, socket.socket) else None
+
+
+def release(response: BaseHTTPResponse) -> None:
+    """Read what follows the end marker and give the connection back to the pool.
+
+    Reads at most ``DRAIN_LIMIT`` bytes within ``DRAIN_TIMEOUT`` seconds (socket timeout set
+    for the drain; urllib3 sets it again for the next request). When the body ended, urllib3
+    returns the connection to the pool (``_put_conn`` detaches the watcher first); otherwise
+    the caller's ``response.close()`` closes it. Never raises.
+    """
+    raw: Any = response
+    sock = response_socket(response)
+    if sock is None:
+        return
+    end = time.monotonic() + DRAIN_TIMEOUT
+    left = DRAIN_LIMIT
+    ended = False
+    try:
+        while left > 0 and (remaining := end - time.monotonic()) > 0:
+            sock.settimeout(remaining)
+            chunk = raw.read1(min(left, READ_SIZE), decode_content=True)
+            if not chunk:
+                ended = True
+                break
+            left -= len(chunk)
+    except (*READ_ERRORS, RuntimeError):
+        return
+    if ended:
+        raw.release_conn()  # a no-op when urllib3 already did it at the end of the body
