@@ -3,7 +3,7 @@
 Two callers, one rule set:
 
 - the built-in tools (``toolbox``) hide the values of secret environment variables in every result
-  (``redactor(values)``; which variables are secrets is ``toolbox.environment``'s rule);
+  (``redactor(values)``; which variables are secrets is ``process.environment``'s rule);
 - the providers hide the API key and any credential a server echoes back in an error body
   (``redact(text, secrets)``: the given strings, ``Bearer`` tokens and ``x-api-key`` /
   ``api_key`` / ``authorization`` values, and the user info and query of any URL:
@@ -54,7 +54,7 @@ class Redactor:
     run of at least ``MIN_REDACTED_CHARS`` characters at a cut edge that is a part of a value.
 
     Args:
-        values: the texts to hide (e.g. ``toolbox.environment.secret_values``); empty strings
+        values: the texts to hide (e.g. ``process.environment.secret_values``); empty strings
             are ignored.
     """
 

@@ -32,7 +32,7 @@ from miniagent.cli import (
     run_cli,
     session_folder,
 )
-from miniagent.toolbox.process import group_alive
+from miniagent.process.groups import group_alive
 from tests.cli_helpers import (
     STALL,
     FakeOpenAI,

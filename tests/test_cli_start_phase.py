@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.toolbox.process import group_alive
+from miniagent.process.groups import group_alive
 from tests.cli_helpers import FakeOpenAI, cli_env, model_args, spawn_cli
 
 
@@ -100,7 +100,7 @@ def test_sigterm_while_the_model_starts_kills_its_child_at_once(tmp_path: Path) 
     script.write_text(
         "import ctypes, pathlib, subprocess, sys\n"
         "import miniagent.providers as providers\n"
-        "from miniagent.toolbox.process import register_group\n"
+        "from miniagent.process.groups import register_group\n"
         "def slow(*args, **kwargs):\n"
         "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(100)'],"
         " start_new_session=True, stdin=subprocess.PIPE)\n"

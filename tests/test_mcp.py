@@ -23,8 +23,8 @@ from miniagent import ToolCall, run_agent
 from miniagent.approval import ask_on_terminal, read_only
 from miniagent.mcp import MCPError, StdioMCPServer, mcp_tools
 from miniagent.mcp._tools import exposed_names, result_text, safe_name
+from miniagent.process.groups import group_alive, running_groups
 from miniagent.testing import ScriptedClient
-from miniagent.toolbox.process import group_alive, running_groups
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(60)

@@ -1,4 +1,4 @@
-"""The child-process machinery of the tools (``miniagent.toolbox.process``) with real processes."""
+"""The child-process machinery of the tools (``miniagent.process``) with real processes."""
 
 from __future__ import annotations
 
@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.toolbox.process import (
-    ToolTimeout,
-    check_environment,
-    group_alive,
-    kill_running_children,
-    run_process,
-    running_groups,
-    start_child,
-    stop_child,
-)
+from miniagent.process.children import check_environment, run_process, start_child, stop_child
+from miniagent.process.groups import group_alive, kill_running_children, running_groups
+from miniagent.toolbox.timeouts import ToolTimeout
 
 PYTHON = sys.executable
 

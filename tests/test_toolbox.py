@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from miniagent import Message, ToolCall, ToolResult, run_agent
+from miniagent._capture import OutputBuffer
+from miniagent.process.groups import group_alive
 from miniagent.testing import ScriptedClient, Turn
 from miniagent.toolbox import Workspace, cap, default_tools, run_shell
-from miniagent.toolbox.output import OutputBuffer
-from miniagent.toolbox.process import group_alive
 from miniagent.tools import Tool, check_input
 
 Run = Callable[..., ToolResult]
@@ -673,7 +673,7 @@ FAKE_KEY = "sk-test-SECRET123"
     ],
 )
 def test_secret_variable_names(name: str, secret: bool) -> None:
-    from miniagent.toolbox.environment import is_secret_name
+    from miniagent.process.environment import is_secret_name
 
     assert is_secret_name(name) is secret
 
@@ -778,7 +778,7 @@ def test_invalid_command_env_is_refused(ws: Path, env: dict[str, Any], error: ty
 
 
 def shell_running() -> set[int]:
-    from miniagent.toolbox.process import running_groups
+    from miniagent.process.groups import running_groups
 
     return set(running_groups())
 

@@ -214,7 +214,7 @@ class Runner:
     def _stop_started(self) -> None:
         """Kill every process the interrupted start has begun (MCP servers, the local model's
         child: all registered process groups) now, without waiting for the start thread."""
-        from ..toolbox.process import kill_running_children
+        from ..process.groups import kill_running_children
 
         kill_running_children()
 
@@ -234,8 +234,8 @@ class Runner:
 
     def _make_tools(self) -> None:
         from ..approval import ask_on_terminal, read_only
+        from ..process.groups import kill_running_children
         from ..toolbox import default_tools
-        from ..toolbox.process import kill_running_children
 
         workspace = self.options.folder
         self.tools = default_tools(

@@ -2,7 +2,7 @@
 
 Invariants:
 
-- The server is started by ``toolbox.process.start_child``: a new session (its own process
+- The server is started by ``process.children.start_child``: a new session (its own process
   group, whose id is the server's pid, so stopping it also stops what it started: ``npx``
   starts ``node``, ``uvx`` starts ``python``), registered while it runs, so the CLI's emergency
   exit (``kill_running_children``) reaches it too.
@@ -12,7 +12,7 @@ Invariants:
   for error messages, so a chatty server never blocks on a full stderr pipe.
 - Stopping follows the MCP stdio transport's shutdown (spec 2025-11-25, "Lifecycle /
   Shutdown"): close stdin, wait ``exit_grace`` seconds for the server to exit, then
-  ``toolbox.process.stop_child``: SIGTERM to the group, SIGKILL after ``kill_grace`` seconds;
+  ``process.children.stop_child``: SIGTERM to the group, SIGKILL after ``kill_grace`` seconds;
   leftovers of the group are stopped the same way even when the server itself exited.
 """
 
@@ -25,7 +25,8 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from .._log import Logger
-from ..toolbox.process import KILL_GRACE_SECONDS, group_alive, start_child, stop_child
+from ..process.children import KILL_GRACE_SECONDS, start_child, stop_child
+from ..process.groups import group_alive
 
 __all__ = [
     "EXIT_GRACE_SECONDS",

@@ -81,7 +81,7 @@ class MCPServerBase:
 
     def _secrets(self) -> list[str]:
         """Values redacted from results: those of secret variables of this process."""
-        from ..toolbox.environment import secret_values
+        from ..process.environment import secret_values
 
         return secret_values(os.environ)
 
@@ -314,12 +314,12 @@ class StdioMCPServer(MCPServerBase):
         return f"StdioMCPServer({self.name!r}, {' '.join((self.command, *self.args))!r})"
 
     def _secrets(self) -> list[str]:
-        from ..toolbox.environment import secret_values
+        from ..process.environment import secret_values
 
         return secret_values(os.environ, self.env)
 
     def _open(self) -> Transport:
-        from ..toolbox.environment import scrubbed_environ
+        from ..process.environment import scrubbed_environ
         from ._stdio import StdioTransport
 
         environ = scrubbed_environ()

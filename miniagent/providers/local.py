@@ -14,7 +14,7 @@ Public shape:
   whose error texts name the "local model" and the CLI options, never "OpenAI"/"Anthropic").
   ``close()`` kills the child at once (``SIGKILL``, never waiting on llama.cpp); so does
   process exit (``atexit``), and the child exits by itself when this process dies (its stdin
-  pipe closes). Its process group is in ``toolbox.process``'s registry,
+  pipe closes). Its process group is in ``process.groups``' registry,
   which the CLI's emergency exit kills.
 - ``create_local_client(model=None, *, api="native", ...)``: start a server and return a
   ``LocalModelClient``: a ``ModelClient`` whose ``close()`` also stops the server. This is what
@@ -60,7 +60,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from ..errors import ProviderError
 from ..model import ModelClient, ModelEvent, ModelRequest
 from ..output import is_feedback, with_output_instruction
-from ..toolbox.process import register_group, unregister_group
+from ..process.groups import register_group, unregister_group
 from ._local_template import CHAT_TEMPLATE
 
 if TYPE_CHECKING:

@@ -18,15 +18,16 @@ expression can be cancelled or timed out) run in their own process group, stoppe
 timeout. Secrets: they get an environment without secret variables -- ``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY`` and any name that, upper-cased, is or ends with ``_API_KEY``, ``_APIKEY``,
 ``_TOKEN``, ``_SECRET``, ``_SECRET_KEY``, ``_PASSWORD``, ``_PASSWD``, ``_ACCESS_KEY``,
-``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_`` (``environment``) -- and
+``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_`` (``miniagent.process.environment``) -- and
 values of such variables (at least 8 characters) are replaced with ``***`` in command output
 and in the result of every other tool (a ``.env`` file read with ``read_file`` or found by ``grep``).
 A tool that transforms a secret (base64, reversed) can still reveal it: redaction matches values.
 
-Modules: ``paths`` (confinement), ``output`` (decoding, bounded output), ``environment`` (secret
-variables), ``process`` (child processes: own group, capped reading, group stop, registry,
-timeouts), ``files``, ``search`` (with its child ``_grep_worker``), ``shell`` (``run_command``).
-Shortening uses ``miniagent._text`` (one marker) and redaction ``miniagent._redaction``.
+Modules: ``paths`` (confinement), ``timeouts`` (the timeout input), ``files``, ``search`` (with
+its child ``_grep_worker``), ``shell`` (``run_command``). Child processes are
+``miniagent.process``'s (own group, capped reading, group stop, registry, the secret-free
+environment); decoding and bounded output are ``miniagent._capture``'s, shortening
+``miniagent._text``'s (one marker) and redaction ``miniagent._redaction``'s.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from typing import Any
 
 from .._redaction import redactor
 from .._text import cap
+from ..process.environment import secret_values
 from ..tools import Tool, ToolResult
-from .environment import secret_values
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
 from .paths import OutsideWorkspaceError, Workspace
 from .search import grep_tool

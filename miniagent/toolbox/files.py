@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .._text import cap, utf8
+from ..process.environment import current_redactor
 from ..tools import Tool, ToolResult
-from .environment import current_redactor
 from .fileio import SpecialFileError, open_folder, open_for_reading, write_bytes
 from .paths import OutsideWorkspaceError, Workspace
 from .reading import read_shown

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .._capture import BINARY_SNIFF_BYTES, ends_text
 from .._redaction import Redactor
 from .._text import cap, cap_ends
-from .output import BINARY_SNIFF_BYTES, ends_text
 from .textfiles import decode_file, display_text, sniff_encoding
 
 __all__ = ["WHOLE_FILE_BYTES", "CHUNK_BYTES", "Shown", "read_shown"]

@@ -23,15 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._capture import BINARY_SNIFF_BYTES, decode
 from .._redaction import Redactor
 from .._text import cap, omission_note, shorten
+from ..process.children import ProcessOutcome, run_process
+from ..process.environment import current_redactor, scrubbed_environ
 from ..tools import Tool, ToolResult
-from .environment import current_redactor, scrubbed_environ
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
-from .output import BINARY_SNIFF_BYTES, decode
 from .paths import OutsideWorkspaceError, Workspace
-from .process import ProcessOutcome, ToolTimeout, run_process
+from .timeouts import ToolTimeout
 
 __all__ = [
     "grep_tool",

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from .._redaction import Redactor
+from ..process.children import KILL_GRACE_SECONDS, check_environment, run_process
+from ..process.environment import scrubbed_environ, secret_values
 from ..tools import Tool, ToolResult
-from .environment import scrubbed_environ, secret_values
 from .paths import Workspace
-from .process import KILL_GRACE_SECONDS, ToolTimeout, check_environment, run_process
+from .timeouts import ToolTimeout
 
 __all__ = [
     "COMMAND_TIMEOUT",

@@ -24,8 +24,8 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+from .._capture import is_binary
 from .._text import undecodable_replaced
-from .output import is_binary
 
 __all__ = [
     "TextFile",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
-from .._redaction import Redactor
-from .._text import cap, omission_note, split_budget
+from ._redaction import Redactor
+from ._text import cap, omission_note, split_budget
 
 __all__ = ["BINARY_SNIFF_BYTES", "decode", "is_binary", "ends_text", "OutputBuffer"]
 

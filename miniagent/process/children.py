@@ -1,7 +1,8 @@
 """Child processes of the tools: each in a process group of its own, read with caps, stopped
 with its whole group, and registered while it runs.
 
-Used by ``run_command`` (``shell``), ``grep`` (its worker, ``search``) and MCP stdio servers.
+Used by ``run_command`` and ``grep``'s worker (``toolbox``), MCP stdio servers (``mcp``) and the
+embedded model's server (``providers.local``).
 
 API:
 
@@ -12,13 +13,9 @@ API:
 - ``stop_child(process, grace=..., drain=...)``: SIGTERM to the group, SIGKILL after ``grace``
   seconds to members still alive, the child reaped, the group unregistered. ``drain(seconds)``
   is called while waiting (e.g. to keep reading a pipe the members may be blocked writing to).
-- ``kill_running_children()``: SIGKILL every registered group now, for a process that must exit
-  at once (the CLI's second Ctrl-C); ``register_group``/``unregister_group`` for a child started
-  otherwise; ``running_groups()`` lists them.
+- The registry of running groups and ``kill_running_children()`` are in ``groups``.
 - ``run_process(argv, cwd, timeout=..., cancel=...)``: start, read stdout and stderr merged into
   a bounded ``OutputBuffer`` in the calling thread, stop on exit, cancel or timeout.
-- ``ToolTimeout(default, maximum)``: the one vocabulary of tool timeouts (input check, notes in
-  the result, JSON Schema property).
 
 Invariants:
 
@@ -47,7 +44,6 @@ reaper's clean-up: it SIGKILLs what one look at ``/proc`` finds under each child
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import select
 import signal
@@ -59,25 +55,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO
 
-from .output import OutputBuffer
+from .._capture import OutputBuffer
+from .groups import group_alive, register_group, signal_group, unregister_group
 
 __all__ = [
     "KILL_GRACE_SECONDS",
     "REAP_SECONDS",
-    "ToolTimeout",
     "ProcessOutcome",
     "check_environment",
     "contained",
     "start_child",
     "stop_child",
     "kill_child",
-    "group_alive",
-    "register_group",
-    "unregister_group",
-    "running_groups",
-    "kill_running_children",
     "run_process",
 ]
 
@@ -89,168 +80,6 @@ REAPER_MARGIN_SECONDS = 1.0
 """Extra seconds a contained child's reaper gets, past the grace, to stop every descendant."""
 _POLL_SECONDS = 0.02
 _REAPER = Path(__file__).with_name("_reaper.py")
-_RUNNING: set[int] = set()  # process groups of children running now
-
-
-# --- timeouts --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ToolTimeout:
-    """The timeout a tool takes as input, in seconds: default, maximum and the texts around it.
-
-    Every tool that stops a child after a time uses one of these, so the model sees one
-    vocabulary: the input ``timeout`` (a positive number of seconds), ``INVALID`` when it is not
-    a finite one, ``[timeout lowered to the maximum of N s]`` when it is above the maximum, and
-    ``[timed out after N s]`` (``timed_out``) in the result.
-
-    Args:
-        default: seconds when the input gives none.
-        maximum: the largest accepted; larger finite values are lowered to it.
-    """
-
-    default: float
-    maximum: float
-    INVALID: ClassVar[str] = "timeout must be a positive, finite number of seconds"
-
-    def resolve(self, raw: Any) -> tuple[float | None, list[str]]:
-        """Return the timeout asked for (``raw``: a number or ``None``) and notes for the result.
-
-        Returns:
-            ``(seconds, notes)``; ``(None, [])`` when ``raw`` is not a positive finite number
-            (zero, negative, NaN, infinity or ``1e400``, an integer too large for a float): the
-            caller answers ``INVALID``. A finite value above ``maximum`` is lowered to it.
-        """
-        if raw is None:
-            return self.default, []
-        try:
-            timeout = float(raw)
-        except (OverflowError, TypeError, ValueError):  # OverflowError: an int such as 10**400
-            return None, []
-        if not 0 < timeout < math.inf:  # also refuses NaN, which would make the deadline never pass
-            return None, []
-        if timeout > self.maximum:
-            return self.maximum, [f"[timeout lowered to the maximum of {self.maximum:g} s]"]
-        return timeout, []
-
-    def schema(self, what: str) -> dict[str, Any]:
-        """The JSON Schema of the ``timeout`` input; ``what`` names what is stopped (``command``)."""
-        return {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "maximum": self.maximum,
-            "description": f"Seconds before the {what} is stopped. "
-            f"Default: {self.default:g}; at most {self.maximum:g}.",
-        }
-
-    @staticmethod
-    def timed_out(seconds: float, hint: str = "") -> str:
-        """The line that ends a timed-out result: ``[timed out after N s]`` (``; hint`` inside)."""
-        return f"[timed out after {seconds:g} s; {hint}]" if hint else f"[timed out after {seconds:g} s]"
-
-
-# --- the registry of running groups ----------------------------------------------------------------
-
-
-def register_group(pgid: int) -> None:
-    """Add a running process group to the registry (``start_child`` does it for its children)."""
-    _RUNNING.add(pgid)
-
-
-def unregister_group(pgid: int) -> None:
-    """Remove a process group from the registry (``stop_child`` does it); unknown ids are ignored."""
-    _RUNNING.discard(pgid)
-
-
-def running_groups() -> frozenset[int]:
-    """Return the process groups registered now."""
-    return frozenset(_RUNNING)
-
-
-def kill_running_children() -> None:
-    """SIGKILL the process group of every registered child (commands, grep, MCP servers).
-
-    For a process that must exit at once (e.g. the CLI's second Ctrl-C, which skips the normal
-    stop): without it, those groups would outlive the process. Every descendant of a group's
-    leader (found in ``/proc``) is killed too, also one that left the group: a contained child's
-    reaper keeps those in its tree. Safe in a signal handler (no locks).
-    """
-    for _ in range(3):  # another thread may change the set while it is copied
-        try:
-            groups = tuple(_RUNNING)
-        except RuntimeError:
-            continue
-        stats = _proc_stats() if groups else None
-        for pgid in groups:
-            # Descendants that left the group first (a contained child's reaper keeps them in
-            # its tree), then the group: once the reaper is gone they would be out of reach.
-            for pid in _descendants(pgid, stats or []):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            signal_group(pgid, signal.SIGKILL)
-        return
-
-
-# --- groups --------------------------------------------------------------------------------------------
-
-
-def signal_group(pgid: int, signum: int) -> None:
-    """Send ``signum`` to process group ``pgid``; a group that is gone (or not ours) is ignored."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-def _proc_stats() -> list[bytes] | None:
-    """The ``/proc/PID/stat`` lines of every process, or ``None`` without a usable ``/proc``."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    if "self" not in names:
-        return None
-    stats = []
-    for name in names:
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    stats.append(handle.read())
-            except OSError:
-                continue
-    return stats
-
-
-def _descendants(root: int, stats: list[bytes]) -> list[int]:
-    """Pids under ``root`` in the ``ppid`` tree of ``stats`` (``/proc/PID/stat`` lines)."""
-    children: dict[int, list[int]] = {}
-    for stat in stats:
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(stat.split(b" ", 1)[0]))
-    found, queue = [], list(children.get(root, ()))
-    while queue:
-        pid = queue.pop()
-        found.append(pid)
-        queue.extend(children.get(pid, ()))
-    return found
-
-
-def group_alive(pgid: int) -> bool:
-    """Return whether a process of group ``pgid`` is alive (zombies do not count on Linux)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stats = _proc_stats()
-    if stats is None:
-        return True
-    for stat in stats:
-        # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 # --- starting and stopping one child ------------------------------------------------------------------
