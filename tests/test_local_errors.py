@@ -20,8 +20,8 @@ from providers_server import ProviderServer, Reply, anthropic_sse, fixture, requ
 
 from miniagent import ProviderError
 from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
-from miniagent.providers._local_http import LocalAnthropicClient, LocalOpenAIClient
 from miniagent.providers.local import LocalServer
+from miniagent.providers.local.http_clients import LocalAnthropicClient, LocalOpenAIClient
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -1,4 +1,4 @@
-"""The embedded model's turn policy and grammars (``providers._local_grammar``), without a model.
+"""The embedded model's turn policy and grammars (``providers.local.grammar``), without a model.
 
 What each reply may be after a user message, a tool result and a failed tool result; copied
 arguments; quoted answers. The real model under these grammars is tested in
@@ -13,8 +13,9 @@ import pytest
 
 from miniagent.messages import Message, ToolCall
 from miniagent.model import ToolSpec
-from miniagent.providers import _local_grammar, _local_prompt
-from miniagent.providers._local_grammar import copy_words, turn_grammar
+from miniagent.providers.local import grammar as local_grammar
+from miniagent.providers.local import prompt as local_prompt
+from miniagent.providers.local.grammar import copy_words, turn_grammar
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def specs(tmp_path: Path) -> tuple[ToolSpec, ...]:
 
 
 def _grammar(specs: tuple[ToolSpec, ...], *messages: Message, free: bool = False) -> str:
-    demo = _local_prompt.nearest_demo(_local_prompt.last_request(messages), specs)
+    demo = local_prompt.nearest_demo(local_prompt.last_request(messages), specs)
     return turn_grammar(messages, specs, demo, allow_answer_first=free)
 
 
@@ -93,11 +94,11 @@ def test_a_long_result_is_answered_by_quoting_one_of_its_lines(specs: tuple[Tool
     lines = [f"line {i}: " + "x" * 30 for i in range(60)]
     grammar = _grammar(specs, *_after("\n".join(lines)))
     quotes = _rule(grammar, "root").split(") ( ", 1)[1]
-    assert quotes.count(" | ") == _local_grammar.QUOTE_LINES - 1  # the first 40 lines, one each
+    assert quotes.count(" | ") == local_grammar.QUOTE_LINES - 1  # the first 40 lines, one each
     assert '"\\"line 0: ' in quotes and "line 40:" not in quotes
     long_line = _grammar(specs, *_after("y" * 1000))
-    assert "y" * _local_grammar.QUOTE_CHARS + '\\""' in long_line
-    assert "y" * (_local_grammar.QUOTE_CHARS + 1) not in long_line
+    assert "y" * local_grammar.QUOTE_CHARS + '\\""' in long_line
+    assert "y" * (local_grammar.QUOTE_CHARS + 1) not in long_line
     assert long_line.endswith('" (the first 240 characters)"\n')
 
 
@@ -153,7 +154,7 @@ def test_with_an_output_schema_every_answer_is_json_of_it(specs: tuple[ToolSpec,
     from miniagent.output import OutputSchema
 
     def grammar(*messages: Message) -> str:
-        demo = _local_prompt.nearest_demo(_local_prompt.last_request(messages), specs)
+        demo = local_prompt.nearest_demo(local_prompt.last_request(messages), specs)
         return turn_grammar(messages, specs, demo, output_schema=SCHEMA)
 
     after_result = grammar(*_after("a\nb\n"))
@@ -196,14 +197,14 @@ def test_the_nearest_demo_chooses_the_tool(
 ) -> None:
     """Requests of the task suite (bench/tasks) that once chose the wrong tool; ``None``: no
     demo is near (an impossible task, a greeting)."""
-    demo = _local_prompt.nearest_demo(request_text, specs)
+    demo = local_prompt.nearest_demo(request_text, specs)
     assert (demo.tool if demo is not None else None) == tool
 
 
 def test_a_full_stop_is_not_a_file_name(specs: tuple[ToolSpec, ...]) -> None:
     """ "folder." ends a sentence; it once counted as a path and was dropped from the request's
     words, so "List the files in the docs folder." chose the demo without a path."""
-    demo = _local_prompt.nearest_demo("List the files in the docs folder.", specs)
+    demo = local_prompt.nearest_demo("List the files in the docs folder.", specs)
     assert demo is not None and demo.arguments == {"path": "docs"}
 
 

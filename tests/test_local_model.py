@@ -24,7 +24,6 @@ from miniagent.agent import run_agent
 from miniagent.messages import Message
 from miniagent.model import ModelRequest, ToolSpec
 from miniagent.net.sse import SSEEvent
-from miniagent.providers._local_native import RepetitionGuard
 from miniagent.providers.local import (
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_SIZE,
@@ -36,6 +35,7 @@ from miniagent.providers.local import (
     default_model_path,
     resolve_model_path,
 )
+from miniagent.providers.local.native import RepetitionGuard
 from miniagent.tools import Tool, tool
 from tests.cli_helpers import cli_command, cli_env
 
@@ -366,7 +366,7 @@ def test_repetition_guard_lets_short_repeats_through() -> None:
 @pytest.fixture
 def server_stub() -> Any:
     """A ``LocalChatClient`` whose mapper is fed events directly (no server needed)."""
-    from miniagent.providers._local_native import LocalChatClient
+    from miniagent.providers.local.native import LocalChatClient
 
     class Stub:
         alias = "stub"
@@ -398,18 +398,18 @@ def test_a_tool_call_reply_becomes_one_call_event(server_stub: Any) -> None:
 
 
 def test_the_prompt_starts_with_a_fixed_prefix_and_demos_for_the_offered_tools(tmp_path: Path) -> None:
-    from miniagent.providers import _local_prompt
+    from miniagent.providers.local import prompt as local_prompt
     from miniagent.toolbox import default_tools
 
     specs = tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
-    fixed, rest = _local_prompt.render("Work in /x.", [Message("user", "hi")], specs)
-    assert fixed == _local_prompt.prefix(specs)  # the same for every conversation with these tools
+    fixed, rest = local_prompt.render("Work in /x.", [Message("user", "hi")], specs)
+    assert fixed == local_prompt.prefix(specs)  # the same for every conversation with these tools
     for name in ("read_file", "write_file", "edit_file", "list_dir", "grep", "run_command"):
         assert f'<tool_call>\n{{"name": "{name}", ' in fixed  # a demo per built-in tool
     assert rest.startswith("<|im_start|>system\nWork in /x.<|im_end|>\n<|im_start|>user\nhi<|im_end|>")
     assert rest.endswith("<|im_start|>assistant\n")
     only_read = tuple(s for s in specs if s.name == "read_file")
-    assert '"name": "grep"' not in _local_prompt.prefix(only_read)
+    assert '"name": "grep"' not in local_prompt.prefix(only_read)
 
 
 # --- fast repeat runs: the prompt cache on disk ----------------------------------------------------
@@ -457,7 +457,7 @@ def test_replies_take_turns_through_the_lock_file(tmp_path: Path) -> None:
     an 8 s job on 2 cores): a reply holds ``local-model.lock`` while it is generated."""
     import threading
 
-    from miniagent.providers._local_native import one_at_a_time
+    from miniagent.providers.local.native import one_at_a_time
 
     lock = tmp_path / "local-model.lock"
     entered, cancel = threading.Event(), threading.Event()

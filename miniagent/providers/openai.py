@@ -35,7 +35,7 @@ from ._config import HTTPSettings
 from ._decode import count, load_event_json, parse_tool_input
 from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
-from ._local_template import ToolCallMarkup, parse_tool_call_block
+from ._markup import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
@@ -355,7 +355,7 @@ def map_chat_stream(
         secrets: strings to redact from error texts.
         tool_call_markup: also read Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
             as text (a server whose tool-call parser missed them) as tool calls
-            (``_local_template.ToolCallMarkup``); the blocks are not part of the text.
+            (``_markup.ToolCallMarkup``); the blocks are not part of the text.
         price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
         provider: the name every error text starts with (the client's ``_provider``, e.g.
             ``"local model"`` for the embedded server); default ``"OpenAI"``.

@@ -18,9 +18,10 @@ expression can be cancelled or timed out) run in their own process group, stoppe
 timeout. Secrets: they get an environment without secret variables -- ``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY`` and any name that, upper-cased, is or ends with ``_API_KEY``, ``_APIKEY``,
 ``_TOKEN``, ``_SECRET``, ``_SECRET_KEY``, ``_PASSWORD``, ``_PASSWD``, ``_ACCESS_KEY``,
-``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_`` (``miniagent.process.environment``) -- and
-values of such variables (at least 8 characters) are replaced with ``***`` in command output
-and in the result of every other tool (a ``.env`` file read with ``read_file`` or found by ``grep``).
+``_PRIVATE_KEY``, or contains ``SECRET_`` at its start or after ``_``
+(``miniagent.process.environment``) -- and values of such variables (at least 8 characters) are
+replaced with ``***`` in command output and in the result of every other tool (a ``.env`` file
+read with ``read_file`` or found by ``grep``).
 A tool that transforms a secret (base64, reversed) can still reveal it: redaction matches values.
 
 Modules: ``paths`` (confinement), ``timeouts`` (the timeout input), ``files``, ``search`` (with

@@ -5,7 +5,7 @@ Invariants:
 - ``turn_grammar`` decides each reply from the conversation's last message (the turn policy):
 
   - after a USER message: one tool call. Its tool is the tool of the demo nearest the request
-    (``_local_prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
+    (``prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
     tool's required ones); with no demo near, any tool, or an answer that starts with
     ``"I cannot "`` or ``"Hello! "`` (``allow_answer_first`` frees the answer);
   - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
@@ -34,15 +34,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message
-from ..model import ToolSpec
-from ..output import is_feedback
-from ._local_prompt import Demo, last_request
+from ...messages import Message
+from ...model import ToolSpec
+from ...output import is_feedback
+from .demos import OPENERS, Demo
+from .prompt import last_request
 
 __all__ = [
     "ANSWER_CHARS",
     "COPY_WORDS",
-    "OPENERS",
     "answer_grammar",
     "call_grammar",
     "copy_words",
@@ -63,17 +63,6 @@ QUOTE_CHARS = 240
 
 QUOTE_LINES = 40
 """Most lines of one tool result offered for quoting (the first ones)."""
-
-OPENERS = {
-    "read_file": ("It says: ", True),
-    "run_command": ("It printed: ", True),
-    "list_dir": ("It contains: ", True),
-    "grep": ("Found: ", True),
-    "write_file": ("Done: ", False),
-    "edit_file": ("Done: ", False),
-}
-"""How the answer to each built-in tool's result starts, and whether the quote is in double
-quotes (as in the demos' answers). Other tools: any of these openers, quoted."""
 
 FAILED = "It failed: "
 FILE = "\x00file"
@@ -124,7 +113,7 @@ def turn_grammar(
     Args:
         messages: the conversation so far, oldest first.
         tools: the tools offered; without tools any text is allowed.
-        demo: the demo nearest the last user request (``_local_prompt.nearest_demo``), or
+        demo: the demo nearest the last user request (``prompt.nearest_demo``), or
             ``None``.
         allow_answer_first: let the first reply to a user message be any answer.
         output_schema: the JSON Schema of the final answer (``ModelRequest.output_schema``):

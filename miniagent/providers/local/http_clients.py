@@ -12,8 +12,8 @@ they can also be built against any ``base_url`` (a test's loopback server), no m
 
 from __future__ import annotations
 
-from .anthropic import AnthropicClient
-from .openai import OpenAIChatClient
+from ..anthropic import AnthropicClient
+from ..openai import OpenAIChatClient
 
 __all__ = ["PROVIDER", "LocalAnthropicClient", "LocalOpenAIClient"]
 

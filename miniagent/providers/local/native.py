@@ -2,7 +2,7 @@
 
 Invariants:
 
-- The prompt comes from ``_local_prompt``, the grammar of each reply from ``_local_grammar``
+- The prompt comes from ``prompt``, the grammar of each reply from ``grammar``
   (a tool call with copied arguments, or an answer quoting the tool result); temperature 0
   (greedy) unless told otherwise.
 - Every request sends ``n_predict`` (the output-token limit, default 1,024). A reply that
@@ -36,23 +36,37 @@ import urllib.request
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..messages import ToolCall
-from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
-from ..net.sse import SSEEvent
-from ..output import with_output_instruction
-from ..usage import Usage
-from . import _local_grammar, _local_prompt
-from ._client import HTTPClient
-from ._config import HTTPSettings
-from ._decode import load_event_json, parse_tool_input
-from ._errors import in_stream_error
+from ...messages import ToolCall
+from ...model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from ...net.sse import SSEEvent
+from ...output import with_output_instruction
+from ...usage import Usage
+from .._client import HTTPClient
+from .._config import HTTPSettings
+from .._decode import load_event_json, parse_tool_input
+from .._errors import in_stream_error
+from .grammar import turn_grammar
+from .model_file import DEFAULT_MAX_OUTPUT_TOKENS, LocalModelError, cache_dir
+from .prompt import last_request, nearest_demo, render
 
-if TYPE_CHECKING:
-    from .local import LocalServer
+__all__ = ["LocalChatClient", "RepetitionGuard", "Server"]
 
-__all__ = ["LocalChatClient", "RepetitionGuard"]
+
+class Server(Protocol):
+    """What ``LocalChatClient`` needs of its server (a ``LocalServer`` has it)."""
+
+    alias: str
+    """The model name the server answers to."""
+    base_url: str
+    """``http://127.0.0.1:PORT``."""
+    model_path: Path
+    """The GGUF file the server loaded (part of the prompt-cache key)."""
+    n_ctx: int
+    """The context size in tokens (part of the prompt-cache key)."""
+    prompt_cache: Path | None
+    """The folder of saved prefix slots, or ``None`` for no cache on disk."""
 
 PROVIDER = "local model"
 _log = logging.getLogger("miniagent.providers.local")
@@ -117,7 +131,7 @@ class LocalChatClient(HTTPClient):
 
     def __init__(
         self,
-        server: LocalServer,
+        server: Server,
         *,
         settings: HTTPSettings | None = None,
         temperature: float | None = 0.0,
@@ -131,8 +145,6 @@ class LocalChatClient(HTTPClient):
         unknown = set(ignored) - {"prices", "tool_call_markup", "prompt_cache"}
         if unknown:
             raise TypeError(f"LocalChatClient got unexpected options: {', '.join(sorted(unknown))}")
-        from .local import DEFAULT_MAX_OUTPUT_TOKENS
-
         super().__init__(server.alias, server.base_url, None, settings=settings, temperature=temperature)
         self.server = server
         self.max_tokens: int = max_tokens if max_tokens is not None else DEFAULT_MAX_OUTPUT_TOKENS
@@ -162,12 +174,12 @@ class LocalChatClient(HTTPClient):
             ProviderError: the server failed (e.g. the prompt is longer than the context).
         """
         tools = request.tools
-        demo = _local_prompt.nearest_demo(_local_prompt.last_request(request.messages), tools)
+        demo = nearest_demo(last_request(request.messages), tools)
         system = request.system
         if request.output_schema is not None:
             system = with_output_instruction(system, request.output_schema)
-        fixed, rest = _local_prompt.render(system, request.messages, tools, demo)
-        grammar = _local_grammar.turn_grammar(
+        fixed, rest = render(system, request.messages, tools, demo)
+        grammar = turn_grammar(
             request.messages,
             tools,
             demo,
@@ -205,8 +217,6 @@ class LocalChatClient(HTTPClient):
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
         """Map ``/completion`` stream events (``{"content", "stop", "stop_type", ...}``)."""
-        from .local import LocalModelError
-
         text = ""
         is_call: bool | None = None
         guard = RepetitionGuard()
@@ -311,8 +321,6 @@ class LocalChatClient(HTTPClient):
 
 
 def _default_lock_path() -> Path | None:
-    from .local import cache_dir
-
     try:
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
