@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .._provider_names import PROVIDERS, check_provider
+from .._catalogue import PROVIDERS, check_provider, chosen_by_key
 from ..tools import Tool
 
 __all__ = [
@@ -68,21 +68,17 @@ def resolve_provider(
             an OpenAI-compatible server that needs no key (Ollama, llama.cpp, vLLM).
 
     Returns:
-        ``provider`` when set; otherwise ``"anthropic"`` if ``ANTHROPIC_API_KEY`` is set, else
-        ``"openai"`` if ``OPENAI_API_KEY`` is set or ``base_url`` is given, else ``"local"`` (the
-        embedded model).
+        ``provider`` when set; otherwise the catalogue's choice (``_catalogue.chosen_by_key``):
+        ``"anthropic"`` if ``ANTHROPIC_API_KEY`` is set, else ``"openai"`` if ``OPENAI_API_KEY``
+        is set or ``base_url`` is given, else ``"local"`` (the embedded model).
 
     Raises:
-        ValueError: ``provider`` is not one of ``local``, ``openai``, ``anthropic``.
+        ValueError: ``provider`` is not a provider of the catalogue.
     """
     env = os.environ if environ is None else environ
     if provider:
         return check_provider(provider)
-    if env.get("ANTHROPIC_API_KEY"):
-        return "anthropic"
-    if env.get("OPENAI_API_KEY") or base_url:
-        return "openai"
-    return "local"
+    return chosen_by_key(env, base_url)
 
 
 def resolve_approval(approve: str | None, stdin_is_terminal: bool) -> str:

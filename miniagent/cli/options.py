@@ -23,7 +23,7 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from .._provider_names import PROVIDERS, check_provider
+from .._catalogue import CHOSEN_BY_KEY, FALLBACK, FOR_BASE_URL, PROVIDERS, check_provider, provider
 from .defaults import APPROVALS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_TURNS
 
 __all__ = ["Options", "with_options"]
@@ -36,6 +36,16 @@ def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (type
         return check_provider(value)
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}") from None
+
+
+def _provider_choice() -> str:
+    """How a provider is chosen when none is named, read from the catalogue's rows."""
+    steps = [f"{name} if {provider(name).key_env} is set" for name in CHOSEN_BY_KEY]
+    if CHOSEN_BY_KEY[-1] == FOR_BASE_URL:
+        steps[-1] += " or --base-url is given"
+    else:
+        steps.append(f"{FOR_BASE_URL} if --base-url is given")
+    return f"Default: {', else '.join(steps)}, else the embedded {FALLBACK} model."
 
 
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
@@ -53,10 +63,9 @@ class Options:
         typer.Option(
             "--provider",
             envvar="MINIAGENT_PROVIDER",
-            metavar="local|openai|anthropic",
+            metavar="|".join(PROVIDERS),
             callback=_check_provider,
-            help="Model provider. Default: anthropic if ANTHROPIC_API_KEY is set, else openai if "
-            "OPENAI_API_KEY is set or --base-url is given, else the embedded local model. "
+            help=f"Model provider. {_provider_choice()} "
             "MINIAGENT_API_KEY, when set, is the key sent to any server.",
         ),
     ] = None

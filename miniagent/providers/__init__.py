@@ -30,9 +30,11 @@ except ModuleNotFoundError as _missing:
         "miniagent.providers needs requests: pip install 'miniagent[http]'", name="requests"
     ) from None
 
+import importlib
 from dataclasses import fields
 
-from .._provider_names import PROVIDERS, check_provider
+from .._catalogue import CATALOGUE, PROVIDERS
+from .._catalogue import provider as provider_row
 from ..errors import ProviderError
 from ..model import ModelClient
 from ..net.urls import check_base_url
@@ -53,7 +55,7 @@ __all__ = [
     "create_client",
 ]
 
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+DEFAULT_MODELS = {row.name: row.default_model for row in CATALOGUE if row.default_model is not None}
 """Model used when ``create_client`` gets no ``model`` (the local client picks its own)."""
 
 _SETTING_NAMES = frozenset(f.name for f in fields(HTTPSettings))
@@ -70,11 +72,13 @@ def create_client(
     """Build the model client for ``provider``.
 
     Args:
-        provider: ``"local"`` (the embedded llama.cpp server, extra ``local``), ``"openai"``
-            (any OpenAI-compatible server) or ``"anthropic"``; case-insensitive.
+        provider: a name of the catalogue (``miniagent._catalogue``, ``PROVIDERS``):
+            ``"local"`` (the embedded llama.cpp server, extra ``local``), ``"openai"`` (any
+            OpenAI-compatible server) or ``"anthropic"``; case-insensitive.
         model: the model name; default ``DEFAULT_MODELS[provider]`` (local: its own default).
         base_url: the API root; default the provider's public endpoint. Not used by ``local``.
-        api_key: the key; default from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
+        api_key: the key; default from the provider's key variable (``OPENAI_API_KEY``,
+            ``ANTHROPIC_API_KEY``).
         **options: the fields of ``HTTPSettings`` (``read_timeout``, ``connect_timeout``,
             ``stream_timeout`` in seconds, ``retry`` a ``RetryPolicy``, ``headers``,
             ``extra_body``), built here into one ``HTTPSettings`` and given to the client; and
@@ -96,28 +100,17 @@ def create_client(
         ProviderError: no API key for a remote server.
         ImportError: ``local`` without its extra installed.
     """
-    name = check_provider(provider)
+    row = provider_row(provider)
     client_options = _client_options(options)
-    if name == "local":
+    module, _, attribute = row.client.partition(":")
+    factory = getattr(importlib.import_module(module), attribute)
+    if not row.takes_url:
         if base_url is not None or api_key is not None:
-            raise ValueError("the local provider takes no base_url or api_key")
-        from .local import create_local_client
-
-        client: ModelClient = create_local_client(model=model, client_options=client_options)
+            raise ValueError(f"the {row.name} provider takes no base_url or api_key")
+        client: ModelClient = factory(model=model, client_options=client_options)
         return client
-    if name == "openai":
-        return OpenAIChatClient(
-            model or DEFAULT_MODELS["openai"],
-            base_url or "https://api.openai.com/v1",
-            api_key,
-            **client_options,
-        )
-    return AnthropicClient(
-        model or DEFAULT_MODELS["anthropic"],
-        base_url or "https://api.anthropic.com",
-        api_key,
-        **client_options,
-    )
+    client = factory(model or row.default_model, base_url or row.default_base_url, api_key, **client_options)
+    return client
 
 
 def _client_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from .._catalogue import provider
 from .._text import SurrogateJoiner, join_surrogates
 from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
@@ -35,6 +36,8 @@ from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._pricing import Pricer
+
+_ROW = provider("anthropic")
 
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
 
@@ -79,7 +82,7 @@ class AnthropicClient(HTTPClient):
 
     _provider = PROVIDER
     _limit_option = LIMIT_OPTION
-    _key_env = "ANTHROPIC_API_KEY"
+    _key_env = _ROW.key_env or ""
     _default_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
 
     def __init__(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._catalogue import provider
 from .._text import SurrogateJoiner, join_surrogates
 from ..errors import ProviderError
 from ..messages import Message, Reasoning, ToolCall
@@ -37,6 +38,8 @@ from ._errors import cut_call_error, in_stream_error
 from ._history import pair_tool_messages
 from ._markup import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
+
+_ROW = provider("openai")
 
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 
@@ -71,7 +74,7 @@ class OpenAIChatClient(HTTPClient):
 
     _provider = PROVIDER
     _limit_option = LIMIT_OPTION
-    _key_env = "OPENAI_API_KEY"
+    _key_env = _ROW.key_env or ""
 
     def __init__(
         self,
