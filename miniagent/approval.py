@@ -38,20 +38,27 @@ def approve_all(call: ToolCall) -> Approval:
     return Approval(True)
 
 
-def read_only(tools: Iterable[Tool], *, why: str = "this run is non-interactive") -> BeforeToolCall:
+def read_only(
+    tools: Iterable[Tool],
+    *,
+    why: str = "this run is non-interactive",
+    remedy: str = "ask the user to allow tools that change files",
+) -> BeforeToolCall:
     """Return a policy that approves only tools with ``read_only`` set.
 
     Args:
         tools: the run's tools (their names and ``read_only`` flags are copied now).
         why: why only read-only tools run, as the refusal says it (e.g. the CLI says
             ``read-only tools were chosen`` when the user asked for it on a terminal).
+        remedy: what the user can do about it, as the model should tell them (the CLI names
+            its option here).
 
     Returns:
         A ``BeforeToolCall``. A tool that is not read-only is refused with a reason like
         ``refused: write_file may change files or run commands and this run is non-interactive
         (read-only approval). Answer with what you would change instead, or ask the user to
-        re-run with --approve all.``; names not among ``tools`` are approved (the loop records
-        ``unknown tool: NAME``).
+        allow tools that change files.``; names not among ``tools`` are approved (the loop
+        records ``unknown tool: NAME``).
     """
     changing = frozenset(t.name for t in tools if not t.read_only)
 
@@ -61,8 +68,7 @@ def read_only(tools: Iterable[Tool], *, why: str = "this run is non-interactive"
         return Approval(
             False,
             f"refused: {call.name} may change files or run commands and {why} "
-            "(read-only approval). Answer with what you would change instead, "
-            "or ask the user to re-run with --approve all.",
+            f"(read-only approval). Answer with what you would change instead, or {remedy}.",
         )
 
     return policy

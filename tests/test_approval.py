@@ -44,7 +44,11 @@ def test_read_only_policy(tools: list[Tool]) -> None:
     refused = policy(WRITE)
     assert not refused.approved
     assert refused.reason.startswith("refused: write_file ")
-    assert "read-only approval" in refused.reason and "--approve all" in refused.reason
+    assert "read-only approval" in refused.reason
+    assert "--" not in refused.reason  # a library text names no CLI option
+    assert refused.reason.endswith("or ask the user to allow tools that change files.")
+    remedied = read_only(tools, remedy="ask the user to re-run with --approve all")(WRITE)
+    assert remedied.reason.endswith("or ask the user to re-run with --approve all.")
     assert not policy(RUN).approved
     assert not policy(ToolCall("x", "edit_file", {})).approved
     assert policy(ToolCall("x", "no_such_tool", {})) == Approval(True)

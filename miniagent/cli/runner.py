@@ -249,7 +249,9 @@ class Runner:
         elif self.approval_mode == "read-only":
             chosen = self.options.approve == "read-only"  # else the default without a terminal
             self.policy = read_only(
-                self.tools, why="read-only tools were chosen" if chosen else "this run is non-interactive"
+                self.tools,
+                why="read-only tools were chosen" if chosen else "this run is non-interactive",
+                remedy="ask the user to re-run with --approve all",
             )
         else:
             self.policy = ask_on_terminal(self.tools)
