@@ -1,4 +1,4 @@
-"""The server's child process on the toolbox's process machinery, plus its stderr log.
+"""The server's child process on the shared process machinery (``miniagent.process``), plus its stderr log.
 
 Invariants:
 
