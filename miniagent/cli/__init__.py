@@ -1,6 +1,6 @@
 """The ``miniagent`` command line: ``miniagent run PROMPT`` and ``miniagent chat``.
 
-Contract (DESIGN.md "CLI"), each point tested in ``tests/test_cli.py``:
+Contract (DESIGN.md "CLI"), each point tested in ``tests/cli/``:
 
 - Exit codes: 0 complete, 2 max_turns, 130 aborted (SIGINT), 143 aborted by SIGTERM, 129 by
   SIGHUP, 1 runtime error (provider unreachable, bad key, empty answer, corrupt or locked session:

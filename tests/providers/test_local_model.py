@@ -29,12 +29,12 @@ from miniagent.providers.local import (
     DEFAULT_MODEL_SIZE,
     LocalModelError,
     LocalServer,
-    _damaged_model_advice,
     cache_dir,
     create_local_client,
     default_model_path,
     resolve_model_path,
 )
+from miniagent.providers.local.model_file import damaged_model_advice
 from miniagent.providers.local.native import RepetitionGuard
 from miniagent.tools import Tool, tool
 from tests.cli_helpers import cli_command, cli_env
@@ -182,12 +182,12 @@ def _truncated_default_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 def test_damaged_cached_default_model_advice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     target = _truncated_default_model(monkeypatch, tmp_path)
-    advice = _damaged_model_advice(target)
+    advice = damaged_model_advice(target)
     assert f"has 4,096 bytes instead of {DEFAULT_MODEL_SIZE:,}" in advice
     assert f"Delete {target}" in advice and "fetched again" in advice
     other = tmp_path / "mine.gguf"
     other.write_bytes(b"GGUF")
-    assert _damaged_model_advice(other) == ""  # not the cached default: nothing to re-fetch
+    assert damaged_model_advice(other) == ""  # not the cached default: nothing to re-fetch
 
 
 @pytest.mark.local_model

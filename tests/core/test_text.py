@@ -54,7 +54,7 @@ def test_lone_surrogates_have_one_replacement() -> None:
 
 def test_the_package_version_has_one_source() -> None:
     setup = configparser.ConfigParser()
-    setup.read(Path(__file__).parents[1] / "setup.cfg")
+    setup.read(Path(__file__).parents[2] / "setup.cfg")
     assert setup["metadata"]["version"] == "attr: miniagent.__version__"
     assert importlib.metadata.version("miniagent") == miniagent.__version__
 

@@ -29,7 +29,7 @@ def test_the_help_lists_every_exit_code(tmp_path: Path) -> None:
 
 def test_session_errors_are_runtime_errors_exit_1_as_documented(tmp_path: Path) -> None:
     # One rule (README "Cron and scripts"): 64 for a wrong command line, 1 for what fails at run time.
-    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
     assert "locked by another run" in readme and "the session, its lock" not in readme
     session = tmp_path / "s.jsonl"
     with FakeOpenAI([]) as server, JSONLSession(session) as holder:

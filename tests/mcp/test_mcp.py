@@ -29,7 +29,7 @@ from miniagent.testing import ScriptedClient
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(60)
 
-SDK_SERVER = str(Path(__file__).parent / "mcp" / "sdk_server.py")
+SDK_SERVER = str(Path(__file__).parent / "sdk_server.py")
 
 
 class _Seen(logging.Handler):
@@ -309,7 +309,7 @@ def test_the_child_gets_no_secret_variables_unless_given(tmp_path: Path) -> None
 
 
 def test_a_request_cut_off_by_a_full_pipe_breaks_the_stream_and_the_next_call_restarts() -> None:
-    stuck = str(Path(__file__).parent / "mcp" / "stuck_server.py")
+    stuck = str(Path(__file__).parent / "stuck_server.py")
     with StdioMCPServer(sys.executable, [stuck], name="stuck", timeout=0.5) as server:
         assert server.protocol_version == "2025-06-18"  # an older version is accepted
         take = server.tools()[0]
@@ -326,7 +326,7 @@ def test_a_request_cut_off_by_a_full_pipe_breaks_the_stream_and_the_next_call_re
 
 
 def test_the_servers_own_requests_and_notifications_during_a_call(seen: _Seen) -> None:
-    asking = str(Path(__file__).parent / "mcp" / "asking_server.py")
+    asking = str(Path(__file__).parent / "asking_server.py")
     with StdioMCPServer(sys.executable, [asking], name="asking") as server:
         assert [t.name for t in server.tools()] == ["talk"]
         answer = server.call_tool("talk")
@@ -336,7 +336,7 @@ def test_the_servers_own_requests_and_notifications_during_a_call(seen: _Seen) -
 
 
 def test_cancel_and_timeout_send_notifications_cancelled_with_the_request_id() -> None:
-    asking = str(Path(__file__).parent / "mcp" / "asking_server.py")
+    asking = str(Path(__file__).parent / "asking_server.py")
     with StdioMCPServer(sys.executable, [asking], name="asking") as server:
         cancel = threading.Event()
         cancel.set()  # already set: the request is written, then given up at the first wait

@@ -116,7 +116,7 @@ def test_the_example_script_finds_its_notes_from_any_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # not the repository
-    example = runpy.run_path(str(Path(__file__).resolve().parent.parent / "examples" / "read_notes.py"))
+    example = runpy.run_path(str(Path(__file__).resolve().parents[2] / "examples" / "read_notes.py"))
     read_file = example["read_file"]
     assert "Juniper" in read_file.execute({"path": "notes.txt"}, None).content
     missing = read_file.execute({"path": "no-such-file.txt"}, None)

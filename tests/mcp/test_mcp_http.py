@@ -23,7 +23,7 @@ pytest.importorskip("mcp")
 requests = pytest.importorskip("requests")
 pytestmark = pytest.mark.timeout(60)
 
-SDK_SERVER = str(Path(__file__).parent / "mcp" / "sdk_server.py")
+SDK_SERVER = str(Path(__file__).parent / "sdk_server.py")
 
 
 def _free_port() -> int:

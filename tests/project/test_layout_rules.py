@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "miniagent"
+PACKAGE = Path(__file__).resolve().parents[2] / "miniagent"
 WINGS = ("cli", "mcp", "providers", "stores", "toolbox")
 FLOORS = ("net", "process")
 FORBIDDEN = {

@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("mcp_server_time")
 pytestmark = pytest.mark.timeout(90)
 
-ASKING_SERVER = str(Path(__file__).parent / "mcp" / "asking_server.py")  # stdlib: starts at once
+ASKING_SERVER = str(Path(__file__).parent / "asking_server.py")  # stdlib: starts at once
 
 
 def _config(tmp_path: Path, servers: dict[str, Any], name: str = "servers.json") -> Path:
