@@ -32,8 +32,8 @@ from ..approval import TerminalApproval
 from ..errors import MiniagentError, ProviderError, SessionError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent
-from ..tools import Approval, BeforeToolCall, Tool
-from .checks import UsageProblem, tool_output_chars
+from ..tools import Approval, BeforeToolCall, Tool, tool_output_chars
+from .checks import UsageProblem
 from .defaults import (
     EXIT_ERROR,
     EXIT_SIGPIPE,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._redaction import Redactor
-from ..tools import Tool, ToolResult
+from ..tools import TOOL_OUTPUT_CHARS, Tool, ToolResult
 from .environment import scrubbed_environ, secret_values
 from .paths import Workspace
 from .process import KILL_GRACE_SECONDS, ToolTimeout, check_environment, run_process
@@ -72,7 +72,7 @@ def run_shell(
     *,
     timeout: float,
     cancel: threading.Event | None = None,
-    max_chars: int = 30_000,
+    max_chars: int = TOOL_OUTPUT_CHARS,
     kill_grace: float = KILL_GRACE_SECONDS,
     env: Mapping[str, str] | None = None,
 ) -> CommandOutcome:
