@@ -1,7 +1,7 @@
 """Checks of the command line that come before anything costly (client start, model requests).
 
 A failed check raises ``UsageProblem``: ``run_cli`` prints it as one ``miniagent: error:`` line
-and exits 64 (``EXIT_USAGE``), with nothing on stdout. Messages never repeat a URL that carries
+and exits ``EXIT_USAGE``, with nothing on stdout. Messages never repeat a URL that carries
 user info or a query (they may hold credentials).
 """
 
@@ -28,7 +28,7 @@ MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS  # a tool result may take half of 
 
 
 class UsageProblem(Exception):
-    """A usage problem found after parsing (exit 64); the message is the whole explanation."""
+    """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""
 
 
 def check_options(options: Options) -> None:
