@@ -6,6 +6,9 @@
   ``unknown tool: NAME``).
 - ``ask_on_terminal(tools=None, input=None, output=None)``: asks a person (``TerminalApproval``).
 - ``allow_tools(names, otherwise)``: approves the named tools, asks ``otherwise`` for the rest.
+- ``policy_for(mode, tools, why)``: the policy of an approval mode by name (``APPROVAL_MODES``:
+  the CLI's ``--approve`` values), as an ``ApprovalPolicy`` that also tells whether a call will
+  wait for a person (``will_ask``). Adding a mode is one row of ``_POLICIES``.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import shutil
 import sys
 import textwrap
 import threading
-from collections.abc import Iterable
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
 
 from .messages import ToolCall
 from .tools import Approval, BeforeToolCall, Tool
@@ -30,6 +34,9 @@ __all__ = [
     "describe_call",
     "show_call",
     "visible",
+    "ApprovalPolicy",
+    "APPROVAL_MODES",
+    "policy_for",
 ]
 
 
@@ -239,3 +246,88 @@ def ask_on_terminal(
             ``sys.stderr``).
     """
     return TerminalApproval(tools, input=input, output=output)
+
+
+# --- policies by mode name ----------------------------------------------------------------------
+
+
+class ApprovalPolicy(Protocol):
+    """A ``before_tool_call`` hook that can tell beforehand whether a call will wait for a person.
+
+    ``TerminalApproval`` is one; ``policy_for`` returns one for every mode.
+    """
+
+    def __call__(self, call: ToolCall) -> Approval:
+        """The decision for ``call`` (may block while a person answers)."""
+        ...
+
+    def will_ask(self, call: ToolCall) -> bool:
+        """Whether calling the policy with ``call`` waits for a person's answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Unattended:
+    """A policy that decides without a person (``will_ask`` is always ``False``)."""
+
+    decide: BeforeToolCall
+
+    def __call__(self, call: ToolCall) -> Approval:
+        return self.decide(call)
+
+    def will_ask(self, call: ToolCall) -> bool:
+        return False
+
+
+def _ask(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
+    return TerminalApproval(tools)
+
+
+def _read_only(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
+    return _Unattended(read_only(tools, why=why, remedy=remedy))
+
+
+def _all(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
+    return _Unattended(approve_all)
+
+
+_POLICIES: dict[str, Callable[[tuple[Tool, ...], str, str], ApprovalPolicy]] = {
+    "ask": _ask,
+    "read-only": _read_only,
+    "all": _all,
+}
+
+APPROVAL_MODES: tuple[str, ...] = tuple(_POLICIES)
+"""The names ``policy_for`` knows, in the order help texts list them: ``ask``, ``read-only``,
+``all``."""
+
+
+def policy_for(
+    mode: str,
+    tools: Iterable[Tool],
+    why: str = "this run is non-interactive",
+    remedy: str = "ask the user to allow tools that change files",
+) -> ApprovalPolicy:
+    """Return the approval policy of the mode named ``mode`` for a run with ``tools``.
+
+    Args:
+        mode: one of ``APPROVAL_MODES``: ``"ask"`` a person on the terminal before each call
+            (``TerminalApproval(tools)``: read-only tools run without asking), ``"read-only"``
+            (``read_only(tools, why=why)``: tools that may change something are refused),
+            ``"all"`` (``approve_all``).
+        tools: the run's tools (their names and ``read_only`` flags are copied now).
+        why: why only read-only tools run, as ``read_only``'s refusal says it (other modes
+            ignore it).
+        remedy: what the user can do about a refusal, as ``read_only``'s refusal says it.
+
+    Returns:
+        An ``ApprovalPolicy``: use it as ``before_tool_call``; its ``will_ask(call)`` is true only
+        for ``"ask"`` and a call the person has not yet approved for good.
+
+    Raises:
+        ValueError: ``mode`` is not one of ``APPROVAL_MODES``.
+    """
+    make = _POLICIES.get(mode)
+    if make is None:
+        raise ValueError(f"unknown approval mode {mode!r} (choose from {', '.join(APPROVAL_MODES)})")
+    return make(tuple(tools), why, remedy)

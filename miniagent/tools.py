@@ -10,6 +10,8 @@
   a mismatch becomes an error result telling the model what was wrong, and the tool does not run.
 - ``Approval`` / ``BeforeToolCall``: the hook asked before each call (spec: approval comes before
   checkpoint 3; no hook means every call is approved).
+- ``TOOL_OUTPUT_CHARS`` / ``tool_output_chars(context_max_chars)``: the one cap of a tool result
+  that the built-in tools (``toolbox.default_tools``), MCP servers and the CLI share.
 """
 
 from __future__ import annotations
@@ -27,7 +29,24 @@ from .validation import check_value
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
 
-__all__ = ["ToolResult", "Tool", "Approval", "BeforeToolCall", "tool", "check_input"]
+__all__ = [
+    "ToolResult",
+    "Tool",
+    "Approval",
+    "BeforeToolCall",
+    "tool",
+    "check_input",
+    "TOOL_OUTPUT_CHARS",
+    "MIN_TOOL_OUTPUT_CHARS",
+    "tool_output_chars",
+]
+
+TOOL_OUTPUT_CHARS = 30_000
+"""The cap of one tool result in characters when no context budget asks for less: the default of
+``toolbox.default_tools(max_output_chars=)`` and of the MCP servers' ``max_result_chars``."""
+
+MIN_TOOL_OUTPUT_CHARS = 200
+"""The smallest cap of one tool result in characters that the toolbox and MCP servers accept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +94,19 @@ class Approval:
 
 
 BeforeToolCall = Callable[[ToolCall], Approval]
+
+
+def tool_output_chars(context_max_chars: int | None) -> int:
+    """The cap of one tool result in characters for a run with context budget
+    ``context_max_chars`` (characters; ``None``: no budget).
+
+    Returns:
+        ``TOOL_OUTPUT_CHARS``, or half of the budget when that is smaller (never below
+        ``MIN_TOOL_OUTPUT_CHARS``), so that a tool call and its result always fit in what is sent.
+    """
+    if context_max_chars is None:
+        return TOOL_OUTPUT_CHARS
+    return max(MIN_TOOL_OUTPUT_CHARS, min(TOOL_OUTPUT_CHARS, context_max_chars // 2))
 
 
 # --- input checking -----------------------------------------------------------------------------

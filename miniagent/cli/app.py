@@ -1,10 +1,11 @@
 """The Typer app of ``miniagent`` and its entry points ``run_cli`` (returns the exit code) and
 ``main`` (exits with it).
 
-Invariants: parsing errors of click are usage errors (exit 64, click's message on stderr, nothing
-on stdout); ``miniagent`` (or ``miniagent session``) without a command prints its usual
-multi-line help on stderr and exits 64 (no command is a usage error; stdout stays empty);
-``UsageProblem`` raised by a command is one ``miniagent: error:`` line and exit 64;
+Invariants: parsing errors of click are usage errors (``EXIT_USAGE``, click's message on stderr,
+nothing on stdout); ``miniagent`` (or ``miniagent session``) without a command prints its usual
+multi-line help on stderr and exits ``EXIT_USAGE`` (no command is a usage error; stdout stays
+empty); ``UsageProblem`` raised by a command is one ``miniagent: error:`` line and ``EXIT_USAGE``;
+the exit codes in ``miniagent --help`` are ``defaults.EXIT_CODES``, written nowhere else;
 ``run_cli`` never calls ``sys.exit``. Only the standard library, typer and the core are imported
 here; providers (``requests``) and the toolbox are imported by the runner, so ``--help`` is fast.
 """
@@ -25,10 +26,10 @@ from .. import __version__
 from ..errors import MiniagentError
 from .chat import command_chat
 from .checks import UsageProblem
-from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
+from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE, exit_codes_text
 from .options import Options, with_options
+from .report import Outcome, error_text
 from .run import command_run
-from .runner import Outcome, error_text
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -54,16 +55,15 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _app(version: VersionOpt = False) -> None:
-    """A small synchronous agent: a model, file and shell tools, and a loop you can stop.
+APP_HELP = f"""A small synchronous agent: a model, file and shell tools, and a loop you can stop.
 
-    Exit codes: 0 complete, 2 max turns reached, 3 budget reached (--max-total-tokens,
-    --max-cost), 1 error (provider, tool server, session file or its lock), 64 usage error
-    (options, arguments, --base-url), 124 --timeout ran out,
-    130 cancelled (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output
-    closed (e.g. | head).
-    """
+Exit codes: {exit_codes_text()}.
+"""
+
+
+@app.callback(help=APP_HELP)
+def _app(version: VersionOpt = False) -> None:
+    """The ``miniagent`` group: its help is ``APP_HELP`` (built from ``defaults.EXIT_CODES``)."""
 
 
 class _Command(TyperCommand):
@@ -209,8 +209,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         argv: the arguments without the program name (default ``sys.argv[1:]``).
 
     Returns:
-        The exit code: 0 complete, 2 max_turns, 130 aborted by SIGINT, 143 by SIGTERM, 129 by
-        SIGHUP, 1 runtime error, 64 usage error (click's message is printed on stderr first).
+        The exit code, one of ``defaults.EXIT_CODES`` (``miniagent --help`` lists them); for a
+        usage error click's message is printed on stderr first.
     """
     return _run_app(argv).code
 

@@ -3,10 +3,12 @@
 - Without ``--session`` a new session file is created under ``session_folder()`` and its path is
   printed (stderr), so the conversation can be resumed.
 - Ctrl-C during an answer cancels that answer (the run closes its calls) and returns to the
-  prompt; Ctrl-C at the prompt leaves with 130; SIGTERM leaves with 143.
+  prompt; Ctrl-C at the prompt leaves with ``EXIT_SIGINT``; SIGTERM leaves with ``EXIT_SIGTERM``.
 - A runtime error is reported and, on a terminal, the chat goes on; without a terminal (a script
-  feeding lines) it ends with exit 1. A session error always ends it (the file is left untouched).
-- The exit code at the end of input is that of the last answered line (0 when none failed).
+  feeding lines) it ends with ``EXIT_ERROR``. A session error always ends it (the file is left
+  untouched).
+- The exit code at the end of input is that of the last answered line (``EXIT_OK`` when none
+  failed).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from pathlib import Path
 from ..errors import SessionError
 from .checks import UsageProblem, check_options, valid_text
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, default_session_path, session_folder
-from .display import Display, choose_display
+from .display import choose_display
 from .logs import configure_logging
 from .options import Options
-from .runner import Outcome, Runner
+from .report import Outcome, fail, output_lost, report_stop, settle
+from .runner import Runner
 from .signals import interrupt_exit_code, signal_name
 from .terminal import is_terminal
 
@@ -50,7 +53,7 @@ def command_chat(options: Options) -> Outcome:
     """
     configure_logging(options)
     check_options(options)
-    runner = Runner(options, choose_display(json=options.json, chat=True))
+    runner = Runner(options, choose_display(options, chat=True))
     with runner:
         code = _chat(runner)
     return runner.outcome(code)  # after the close: it may have abandoned a thread
@@ -58,8 +61,8 @@ def command_chat(options: Options) -> Outcome:
 
 def _chat(runner: Runner) -> int:
     interactive = sys.stdin is not None and is_terminal(sys.stdin)
-    if runner.output_lost():  # stdout closed: nobody could read the answers
-        return runner.settle(EXIT_ERROR)
+    if output_lost(runner.display):  # stdout closed: nobody could read the answers
+        return settle(runner.display, EXIT_ERROR)
     try:
         if runner.options.session is not None:
             _check_session(runner)
@@ -71,9 +74,9 @@ def _chat(runner: Runner) -> int:
         runner.display.status(f"\nminiagent: aborted{signal_name(code)}")
         return code
     except UsageProblem:
-        raise  # exit 64, after the runner closed
+        raise  # EXIT_USAGE, after the runner closed
     except Exception as error:
-        return runner.fail(error)
+        return fail(runner.display, error, runner.options)
 
 
 def _check_session(runner: Runner) -> None:
@@ -165,21 +168,21 @@ def _read_line(prompt: str, interactive: bool) -> str | None:
 
 def _answer(runner: Runner, text: str, interactive: bool) -> tuple[int | None, bool]:
     """One run for ``text``: returns (the new exit code, or ``None`` to keep it; leave now)."""
+    display, options = runner.display, runner.options
     try:
-        stop_reason, code = runner.run_once(text)
+        result, code = runner.run_once(text)
     except SessionError as error:
-        return runner.fail(error), True
+        return fail(display, error, options), True
     except Exception as error:
-        return runner.fail(error), not interactive
-    display: Display = runner.display
-    display.finish_run(stop_reason, code)
-    if runner.output_lost():
-        return runner.settle(code), True
+        return fail(display, error, options), not interactive
+    display.finish_run(result, code)
+    if output_lost(display):
+        return settle(display, code), True
     if code == EXIT_SIGTERM:
-        runner.report_stop(stop_reason)
+        report_stop(display, result.stop_reason, options)
         return code, True
-    if stop_reason == "aborted":
+    if result.stop_reason == "aborted":
         display.note("miniagent: cancelled; type another message or /exit")
         return None, False
-    runner.report_stop(stop_reason)
+    report_stop(display, result.stop_reason, options)
     return EXIT_OK, False

@@ -1,7 +1,7 @@
 """Checks of the command line that come before anything costly (client start, model requests).
 
 A failed check raises ``UsageProblem``: ``run_cli`` prints it as one ``miniagent: error:`` line
-and exits 64 (``EXIT_USAGE``), with nothing on stdout. Messages never repeat a URL that carries
+and exits ``EXIT_USAGE``, with nothing on stdout. Messages never repeat a URL that carries
 user info or a query (they may hold credentials).
 """
 
@@ -10,28 +10,25 @@ from __future__ import annotations
 from typing import Any
 
 from .._text import undecodable_replaced
+from ..tools import MIN_TOOL_OUTPUT_CHARS
 from .defaults import resolve_provider
 from .options import Options
 
 __all__ = [
     "MIN_CONTEXT_CHARS",
-    "TOOL_OUTPUT_CHARS",
     "UsageProblem",
     "check_base_url",
     "check_mcp_configs",
     "check_options",
     "check_prompt_fits",
-    "tool_output_chars",
     "valid_text",
 ]
 
-TOOL_OUTPUT_CHARS = 30_000  # cap of one built-in tool result (characters) without a context budget
-MIN_TOOL_OUTPUT_CHARS = 200  # the toolbox's smallest cap (toolbox.MIN_OUTPUT_CHARS)
 MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS  # a tool result may take half of the budget
 
 
 class UsageProblem(Exception):
-    """A usage problem found after parsing (exit 64); the message is the whole explanation."""
+    """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""
 
 
 def check_options(options: Options) -> None:
@@ -112,14 +109,6 @@ def _base_url_source() -> str:
     ctx: Any = get_current_context(silent=True)
     source = ctx.get_parameter_source("base_url") if ctx is not None else None
     return "MINIAGENT_BASE_URL" if getattr(source, "name", "") == "ENVIRONMENT" else "--base-url"
-
-
-def tool_output_chars(context_max_chars: int | None) -> int:
-    """The cap of one built-in tool result: ``TOOL_OUTPUT_CHARS``, or half of the context budget
-    when that is smaller, so that a tool call and its result always fit in what is sent."""
-    if context_max_chars is None:
-        return TOOL_OUTPUT_CHARS
-    return max(MIN_TOOL_OUTPUT_CHARS, min(TOOL_OUTPUT_CHARS, context_max_chars // 2))
 
 
 def check_prompt_fits(prompt: str, context_max_chars: int | None) -> None:

@@ -3,9 +3,13 @@ prompt, and the exit codes it returns.
 
 Invariants: every function here is pure or touches only the file it is asked to create; nothing
 here imports typer, the providers or the toolbox (so they are cheap to import and to test).
-Exit codes follow DESIGN.md "Beyond the seed": 64 for a usage error (``EX_USAGE`` of
-``sysexits.h``, never click's 2, which would read as ``max_turns``) and ``128 + signal`` for a
-run stopped by a signal.
+
+Exit codes: ``EXIT_CODES`` is their one table (code and meaning); ``miniagent --help`` prints it
+(``exit_codes_text``) and every other text names the ``EXIT_*`` constants. They follow DESIGN.md
+"Beyond the seed": the stop reasons' codes are the library's (``exit_code_for_stop_reason``),
+``EX_USAGE`` of ``sysexits.h`` for a usage error (never click's 2, which would read as
+``max_turns``), coreutils ``timeout``'s code for ``--timeout``, and ``128 + signal`` for a run
+stopped by a signal.
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._catalogue import PROVIDERS, check_provider, chosen_by_key
+from ..agent import exit_code_for_stop_reason
+from ..approval import APPROVAL_MODES
 from ..tools import Tool
 
 __all__ = [
-    "APPROVALS",
     "DEFAULT_MAX_TURNS",
+    "EXIT_BUDGET",
+    "EXIT_CODES",
     "EXIT_ERROR",
+    "EXIT_MAX_TURNS",
     "EXIT_OK",
+    "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGPIPE",
     "EXIT_SIGTERM",
@@ -32,20 +41,37 @@ __all__ = [
     "PROVIDERS",
     "default_session_path",
     "default_system_prompt",
+    "exit_codes_text",
     "resolve_approval",
     "resolve_provider",
     "session_folder",
 ]
 
-EXIT_OK = 0
+EXIT_OK = exit_code_for_stop_reason("complete")
+EXIT_MAX_TURNS = exit_code_for_stop_reason("max_turns")
+EXIT_BUDGET = exit_code_for_stop_reason("max_budget")
 EXIT_ERROR = 1
 EXIT_USAGE = 64  # EX_USAGE from sysexits.h
-EXIT_SIGINT = 128 + signal.SIGINT  # 130
-EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 EXIT_TIMEOUT = 124  # --timeout: as coreutils timeout(1)
-EXIT_SIGPIPE = 128 + signal.SIGPIPE  # 141: stdout was a pipe that closed (as a Unix tool killed by SIGPIPE)
+EXIT_SIGINT = 128 + signal.SIGINT  # the library's code for "aborted" too
+EXIT_SIGTERM = 128 + signal.SIGTERM
+EXIT_SIGHUP = 128 + signal.SIGHUP
+EXIT_SIGPIPE = 128 + signal.SIGPIPE  # stdout was a pipe that closed (as a Unix tool killed by SIGPIPE)
 
-APPROVALS = ("ask", "read-only", "all")
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "complete",
+    EXIT_MAX_TURNS: "max turns reached",
+    EXIT_BUDGET: "budget reached (--max-total-tokens, --max-cost)",
+    EXIT_ERROR: "error (provider, tool server, session file or its lock)",
+    EXIT_USAGE: "usage error (options, arguments, --base-url)",
+    EXIT_TIMEOUT: "--timeout ran out",
+    EXIT_SIGINT: "cancelled (Ctrl-C)",
+    EXIT_SIGTERM: "terminated (SIGTERM)",
+    EXIT_SIGHUP: "hung up (SIGHUP)",
+    EXIT_SIGPIPE: "standard output closed (e.g. | head)",
+}
+"""Every exit code of the CLI and what it means, in the order help lists them."""
+
 DEFAULT_MAX_TURNS = 8
 DEFAULT_MAX_OUTPUT_TOKENS = 1024  # --max-output-tokens: every provider gets an output-token limit
 
@@ -54,6 +80,12 @@ You are miniagent, a careful assistant that works on the files in the folder {wo
 You can call these tools: {tools}. Paths are relative to that folder.
 Use the tools to look at files instead of guessing, change files only when asked, and keep
 answers short and concrete. When you are done, answer in plain text without calling a tool."""
+
+
+def exit_codes_text() -> str:
+    """``EXIT_CODES`` as one sentence for help texts: ``0 complete, 2 max turns reached, ...``
+    (no final full stop)."""
+    return ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
 
 
 def resolve_provider(
@@ -89,15 +121,15 @@ def resolve_approval(approve: str | None, stdin_is_terminal: bool) -> str:
         stdin_is_terminal: whether standard input is a terminal (a person can answer).
 
     Returns:
-        ``"ask"``, ``"read-only"`` or ``"all"``.
+        One of ``approval.APPROVAL_MODES`` (the name ``approval.policy_for`` takes).
 
     Raises:
         ValueError: ``approve`` is not one of those.
     """
     if approve is None:
         return "ask" if stdin_is_terminal else "read-only"
-    if approve not in APPROVALS:
-        raise ValueError(f"unknown approval mode {approve!r} (choose from {', '.join(APPROVALS)})")
+    if approve not in APPROVAL_MODES:
+        raise ValueError(f"unknown approval mode {approve!r} (choose from {', '.join(APPROVAL_MODES)})")
     return approve
 
 

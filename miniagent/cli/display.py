@@ -6,8 +6,9 @@ Modes:
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
   and ``"cost_usd"`` when the provider reported usage). Notes are not printed.
-- ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer as one
-  JSON line; with no valid answer, the last validation error goes to stderr.
+- ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer
+  (``RunResult.output``, which the loop checked) as one JSON line; with no valid answer, the last
+  validation error goes to stderr.
 - ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
   with escape sequences neutralised (``--json`` and piped output stay exact).
 - ``PlainDisplay`` (stdout is a pipe or file): ``chat`` prints each committed non-empty assistant
@@ -16,12 +17,13 @@ Modes:
 A write to stdout that fails (a closed pipe, a full disk, a closed descriptor) never raises into
 the loop: the display records it in ``output_error``, points stdout at ``/dev/null`` (so nothing
 fails again at exit) and calls ``on_output_error``, which the runner uses to cancel the run, so the
-session stays valid; the runner then exits quietly (closed pipe, 141 as ``SIGPIPE`` would) or
-with one error line (exit 1).
+session stays valid; the command then exits quietly (closed pipe: ``EXIT_SIGPIPE``, as ``SIGPIPE``
+would) or with one error line (``EXIT_ERROR``): ``report.settle``.
 
 In every mode stdout carries only the conversation; progress (the spinner), notes, the tool lines
 of ``run`` and errors go to stderr. ``chat`` prints its tool lines on stdout (they are part of the
-conversation) except with ``--json``. ``choose_display`` is the only code that reads ``--json``.
+conversation) except with ``--json``. ``choose_display`` is the only code that reads the options
+of the output mode (``--json``): adding a mode is a class here and its option in ``options``.
 """
 
 from __future__ import annotations
@@ -30,14 +32,18 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .._text import replace_surrogates
-from ..agent import StopReason
+from ..agent import RunResult
 from ..messages import Message, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
-from ..output import OutputSchema, parse_output
+from ..output import OutputSchema
+from ..usage import Usage
 from .terminal import Spinner, call_line, is_terminal, neutralise, one_line, result_line
+
+if TYPE_CHECKING:
+    from .options import Options
 
 __all__ = ["Display", "JsonDisplay", "OutputDisplay", "PlainDisplay", "TerminalDisplay", "choose_display"]
 
@@ -45,9 +51,9 @@ __all__ = ["Display", "JsonDisplay", "OutputDisplay", "PlainDisplay", "TerminalD
 class Display:
     """The interface between a run and the screen; the base prints notes and errors on stderr.
 
-    The runner calls, per run: ``begin_run``, then ``on_event`` / ``on_message`` (the loop's
-    callbacks), then ``finish_run`` or ``error``; ``progress``/``idle`` around slow steps; ``note``
-    for information a script does not need, ``status`` for what every mode shows on stderr.
+    Per run: ``begin_run``, then ``on_event`` / ``on_message`` (the loop's callbacks), then
+    ``finish_run`` with the ``RunResult`` or ``error``; ``progress``/``idle`` around slow steps;
+    ``note`` for information a script does not need, ``status`` for what every mode shows on stderr.
 
     Args:
         spinner: the status line on stderr (disabled when stderr is not a terminal).
@@ -63,7 +69,6 @@ class Display:
         self.out: IO[str] | None = sys.stdout if out is None else out
         self.err = sys.stderr if err is None else err
         self.run_messages: list[Message] = []
-        self.run_usage: Any = None  # the run's ``RunResult.usage`` (a ``Usage``), set by the runner
         self.output_error: BaseException | None = None  # the first failed write to stdout
         if self.out is None:  # the process started with its stdout closed: nothing can be shown
             self.output_error = OSError("standard output is closed")
@@ -73,9 +78,8 @@ class Display:
     # --- around a run ---------------------------------------------------------------------
 
     def begin_run(self) -> None:
-        """A new run starts: forget the previous run's messages and usage."""
+        """A new run starts: forget the previous run's messages."""
         self.run_messages = []
-        self.run_usage = None
 
     def on_event(self, event: ModelEvent) -> None:
         """The loop's ``on_event``: a streamed (tentative) event."""
@@ -92,16 +96,17 @@ class Display:
         """A call is about to be approved and run (not called for calls a person is asked
         about: the approval prompt shows those in full)."""
 
-    def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
-        """The run returned ``stop_reason`` and the CLI will exit (or go on) with ``exit_code``."""
+    def finish_run(self, result: RunResult | None, exit_code: int) -> None:
+        """The run ended with ``result`` (``None``: it has none, an error ended it) and the CLI
+        will exit (or go on) with ``exit_code``."""
         self.spinner.hide()
         if not self._at_line_start:
             self.write_out("\n")
 
-    def report_usage(self) -> None:
-        """On a terminal, one short line on stderr with the run's tokens, cached share and cost
+    def report_usage(self, usage: Usage | None) -> None:
+        """On a terminal, one short line on stderr with a run's tokens, cached share and cost
         (when known); nothing when the provider reported no usage or stderr is not a terminal."""
-        line = usage_line(self.run_usage)
+        line = usage_line(usage)
         if line and is_terminal(self.err):
             self.note(line)
 
@@ -190,13 +195,14 @@ class JsonDisplay(Display):
         super().on_message(message)
         self.write_out(json_text(message_to_json(message)) + "\n")
 
-    def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
-        result: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
-        usage = self.run_usage
+    def finish_run(self, result: RunResult | None, exit_code: int) -> None:
+        stop_reason = result.stop_reason if result is not None else None
+        line: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
+        usage = result.usage if result is not None else None
         if usage is not None and usage.requests:  # present when the provider reported usage
-            result["usage"] = usage.to_json()
-            result["cost_usd"] = usage.cost_usd
-        self._result_line(result)
+            line["usage"] = usage.to_json()
+            line["cost_usd"] = usage.cost_usd
+        self._result_line(line)
 
     def error(self, text: str, exit_code: int = 1) -> None:
         super().error(text, exit_code)
@@ -290,12 +296,12 @@ class PlainDisplay(_TextDisplay):
         if self.chat and message.content.strip():
             self.write_out(message.content.rstrip("\n") + "\n")
 
-    def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
+    def finish_run(self, result: RunResult | None, exit_code: int) -> None:
         if not self.chat:
             answer = self.last_answer()
             if answer:
                 self.write_out(answer.rstrip("\n") + "\n")
-        super().finish_run(stop_reason, exit_code)
+        super().finish_run(result, exit_code)
 
 
 def _encodable(text: str, stream: IO[str]) -> str:
@@ -306,7 +312,7 @@ def _encodable(text: str, stream: IO[str]) -> str:
     return text.encode(encoding, "replace").decode(encoding, "replace")
 
 
-def usage_line(usage: Any) -> str:
+def usage_line(usage: Usage | None) -> str:
     """``miniagent: 1,234 tokens in (80% cached), 56 out, 2 requests, $0.0012`` for a ``Usage``
     (the cost only when known); ``""`` when there is none or no request reported any."""
     if usage is None or not usage.requests:
@@ -330,29 +336,37 @@ class OutputDisplay(_TextDisplay):
         super().__init__(spinner, chat=False)
         self.output = output
 
-    def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
-        super().finish_run(stop_reason, exit_code)
+    def finish_run(self, result: RunResult | None, exit_code: int) -> None:
+        super().finish_run(result, exit_code)
+        if result is None:
+            return
+        if result.stop_reason == "complete":
+            self.write_out(json_text(result.output) + "\n")  # the loop checked it
+        elif result.stop_reason == "max_turns":
+            self.status(f"miniagent: no valid answer within --max-turns: {self._last_problem()}")
+
+    def _last_problem(self) -> str:
+        """What is wrong with the run's last text as an answer: the loop's own check
+        (``OutputSchema.parse``) on the text the run ended with, for a run without a valid one."""
         answer = self.last_answer()
-        if stop_reason == "complete":
-            value, _ = parse_output(answer, self.output.schema)  # valid: the loop checked it
-            self.write_out(json_text(value) + "\n")
-        elif stop_reason == "max_turns":
-            problem = self.output.parse(answer)[1] if answer else "the model gave no answer"
-            self.status(f"miniagent: no valid answer within --max-turns: {problem}")
+        if not answer:
+            return "the model gave no answer"
+        return str(self.output.parse(answer)[1])
 
 
-def choose_display(*, json: bool, chat: bool, output: OutputSchema | None = None) -> Display:
+def choose_display(options: Options, *, chat: bool, output: OutputSchema | None = None) -> Display:
     """Pick the output mode: ``--output-schema``, ``--json``, else by whether stdout is a terminal.
 
     Args:
-        json: ``--json`` was given.
+        options: the command's options (this reads ``json``).
         chat: for ``chat`` (else ``run``).
         output: ``--output-schema`` was given (``run`` only): an ``OutputDisplay``.
 
     Returns:
-        A ``JsonDisplay``, ``TerminalDisplay`` or ``PlainDisplay``; the spinner is on only when
-        stderr is a terminal and not with ``--json``.
+        An ``OutputDisplay``, ``JsonDisplay``, ``TerminalDisplay`` or ``PlainDisplay``; the spinner
+        is on only when stderr is a terminal and not with ``--json``.
     """
+    json = options.json
     spinner = Spinner(sys.stderr, enabled=is_terminal(sys.stderr) and not json)
     if output is not None:
         return OutputDisplay(spinner, output)

@@ -24,7 +24,15 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from .._catalogue import CHOSEN_BY_KEY, FALLBACK, FOR_BASE_URL, PROVIDERS, check_provider, provider
-from .defaults import APPROVALS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_TURNS
+from ..approval import APPROVAL_MODES
+from .defaults import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_MAX_TURNS,
+    EXIT_BUDGET,
+    EXIT_ERROR,
+    EXIT_MAX_TURNS,
+    EXIT_TIMEOUT,
+)
 
 __all__ = ["Options", "with_options"]
 
@@ -49,8 +57,8 @@ def _provider_choice() -> str:
 
 
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
-    if value is not None and value not in APPROVALS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(APPROVALS)}")
+    if value is not None and value not in APPROVAL_MODES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(APPROVAL_MODES)}")
     return value
 
 
@@ -78,7 +86,10 @@ class Options:
         typer.Option("--base-url", envvar="MINIAGENT_BASE_URL", help="API base URL of the provider."),
     ] = None
     max_turns: Annotated[
-        int, typer.Option("--max-turns", min=1, help="Most model requests per run (exit 2 when reached).")
+        int,
+        typer.Option(
+            "--max-turns", min=1, help=f"Most model requests per run (exit {EXIT_MAX_TURNS} when reached)."
+        ),
     ] = DEFAULT_MAX_TURNS
     session: Annotated[
         Optional[Path],  # noqa: UP045
@@ -101,7 +112,7 @@ class Options:
         Optional[str],  # noqa: UP045
         typer.Option(
             "--approve",
-            metavar="ask|read-only|all",
+            metavar="|".join(APPROVAL_MODES),
             callback=_check_approve,
             help="Tool approval. Default: ask when stdin is a terminal, else read-only.",
         ),
@@ -120,8 +131,8 @@ class Options:
             "--timeout",
             min=0.001,
             metavar="SECONDS",
-            help="Cancel a run that is not done after SECONDS (exit 124); its calls are closed and the "
-            "session stays valid.",
+            help=f"Cancel a run that is not done after SECONDS (exit {EXIT_TIMEOUT}); its calls are closed "
+            "and the session stays valid.",
         ),
     ] = None
     max_total_tokens: Annotated[
@@ -130,7 +141,8 @@ class Options:
             "--max-total-tokens",
             min=1,
             metavar="N",
-            help="Stop before a model request once the run used N tokens (input + output; exit 3).",
+            help="Stop before a model request once the run used N tokens "
+            f"(input + output; exit {EXIT_BUDGET}).",
         ),
     ] = None
     max_cost: Annotated[
@@ -139,8 +151,8 @@ class Options:
             "--max-cost",
             min=0.0,
             metavar="USD",
-            help="Stop before a model request once the run cost USD dollars (exit 3); refused when "
-            "the model's price is unknown.",
+            help=f"Stop before a model request once the run cost USD dollars (exit {EXIT_BUDGET}); "
+            "refused when the model's price is unknown.",
         ),
     ] = None
     verbose: Annotated[
@@ -176,7 +188,7 @@ class Options:
             min=1,
             metavar="N",
             help="Most tokens the model may write in one reply; a reply cut at the limit is an "
-            "error (exit 1), not an answer.",
+            f"error (exit {EXIT_ERROR}), not an answer.",
         ),
     ] = DEFAULT_MAX_OUTPUT_TOKENS
     stream_timeout: Annotated[

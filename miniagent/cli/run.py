@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..agent import RunResult
 from ..output import OutputSchema
 from ..validation import json_type_name, schema_problem
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
@@ -14,7 +15,8 @@ from .defaults import EXIT_ERROR
 from .display import choose_display
 from .logs import configure_logging
 from .options import Options
-from .runner import Outcome, Runner
+from .report import Outcome, fail, output_lost, report_stop, settle
+from .runner import Runner
 from .signals import interrupt_exit_code, signal_name
 
 __all__ = ["command_run"]
@@ -82,8 +84,7 @@ def command_run(prompt: str, options: Options, output_schema: Path | None = None
     answer must be valid JSON against that schema and stdout gets only that JSON, on one line.
 
     Returns:
-        The exit code (see ``exit_code_for_stop_reason``; 1 for a runtime error, 130/143/129
-        after a signal) and whether a client thread must be abandoned.
+        The exit code (``defaults.EXIT_CODES``) and whether a client thread must be abandoned.
 
     Raises:
         UsageProblem: a usage error (before anything started), e.g. a schema file that is not a
@@ -98,34 +99,35 @@ def command_run(prompt: str, options: Options, output_schema: Path | None = None
         output = OutputSchema.of(read_output_schema(output_schema))
     prompt = read_prompt(prompt)
     check_prompt_fits(prompt, options.context_max_chars)
-    runner = Runner(options, choose_display(json=options.json, chat=False, output=output))
-    runner.output_schema = output.schema if output is not None else None
+    display = choose_display(options, chat=False, output=output)
+    runner = Runner(options, display, output_schema=output.schema if output is not None else None)
     with runner:
         code = _run_and_report(runner, prompt)
     return runner.outcome(code)  # after the close: it may have abandoned a thread
 
 
 def _run_and_report(runner: Runner, prompt: str) -> int:
-    if runner.output_lost():  # stdout closed: nobody could read the answer
-        return runner.settle(EXIT_ERROR)
+    display, options = runner.display, runner.options
+    if output_lost(display):  # stdout closed: nobody could read the answer
+        return settle(display, EXIT_ERROR)
     runner.start_clock()
     try:
         runner.open_session()  # a corrupt or locked session fails before the client starts
         runner.open()
-        stop_reason, code = runner.run_once(prompt)
-        runner.display.finish_run(stop_reason, code)
-        if not runner.output_lost():
-            runner.report_stop(stop_reason)
-            runner.display.report_usage()
-        return runner.settle(code)
+        result, code = runner.run_once(prompt)
+        display.finish_run(result, code)
+        if not output_lost(display):
+            report_stop(display, result.stop_reason, options)
+            display.report_usage(result.usage)
+        return settle(display, code)
     except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, SIGHUP while starting: nothing was sent
         code = interrupt_exit_code(interrupt)
-        runner.display.finish_run("aborted", code)
-        runner.display.status(
+        display.finish_run(RunResult([], "aborted"), code)
+        display.status(
             f"\nminiagent: aborted{signal_name(code)} (while the model was starting; nothing was sent)"
         )
         return code
     except UsageProblem:
-        raise  # exit 64, after the runner closed
+        raise  # EXIT_USAGE, after the runner closed
     except Exception as error:
-        return runner.fail(error)
+        return fail(display, error, options)

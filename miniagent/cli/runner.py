@@ -1,58 +1,46 @@
-"""One CLI command's agent: the client, tools and approval, one ``run_agent`` at a time under
-signal handling, and the reporting of its end.
+"""One CLI command's runs: ``run_agent`` one at a time under signal handling and ``--timeout``,
+with the start (``assemble``) and the close in threads the main thread can abandon.
 
 Invariants:
 
 - The tools (MCP servers) and the client are started (and the client closed) in a daemon thread
   while the main thread waits in short joins, so a Ctrl-C, SIGTERM or SIGHUP (``StartSignals``)
   and ``--timeout`` are taken at once even when the start blocks in C code (llama.cpp); every
-  process the start began is then killed. A thread
-  still running when the command ends (a slow close, an interrupted start) is recorded in
-  ``Runner.abandoned``; the command's ``Outcome`` carries it to ``main``, which then exits with
-  ``os._exit`` instead of waiting for it. No module global decides how the process exits.
+  process the start began is then killed. A thread still running when the command ends (a slow
+  close, an interrupted start) is recorded in ``Runner.abandoned``; the command's ``Outcome``
+  carries it to ``main``, which then exits with ``os._exit`` instead of waiting for it. No module
+  global decides how the process exits.
 - Signals are handled only around a run (``SignalCancel``): the first sets the cancel event, a
   second exits at once after killing the run's commands.
-- A runtime error is one line on stderr (a traceback only with ``--debug``) and exit code 1.
+- The display gets each run's ``RunResult`` from the command (``Display.finish_run``); how a
+  command ends (error lines, notes, exit codes) is ``report``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agent import StopReason, exit_code_for_stop_reason, run_agent
-from ..approval import TerminalApproval
-from ..errors import MiniagentError, ProviderError, SessionError
+from ..agent import RunResult, exit_code_for_stop_reason, run_agent
+from ..errors import ProviderError
 from ..messages import Message, ToolCall
 from ..model import DoneEvent, ModelEvent
-from ..tools import Approval, BeforeToolCall, Tool
-from .checks import UsageProblem, tool_output_chars
-from .defaults import (
-    EXIT_ERROR,
-    EXIT_SIGPIPE,
-    EXIT_TIMEOUT,
-    default_system_prompt,
-    resolve_approval,
-    resolve_provider,
-)
+from ..tools import Approval
+from .assemble import Parts, assemble, check_price
+from .defaults import EXIT_TIMEOUT, resolve_provider
 from .display import Display
 from .options import Options
+from .report import Outcome, TimedOut
 from .signals import SignalCancel, StartSignals
-from .terminal import is_terminal
 
 if TYPE_CHECKING:
     from ..mcp import MCPServerBase
-    from ..model import ModelClient
     from ..session import SessionStore
 
-__all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
+__all__ = ["CLOSE_WAIT_SECONDS", "Runner"]
 
 CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
 """Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
@@ -60,10 +48,6 @@ CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
-
-
-class TimedOut(Exception):
-    """``--timeout`` ran out before the run started (e.g. while the model was starting)."""
 
 
 class _Timer(threading.Timer):
@@ -83,54 +67,46 @@ class _Timer(threading.Timer):
         self._display.note(f"miniagent: --timeout {self._timeout:g}: time is up, cancelling")
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How a command ended.
+def _children_killer() -> Callable[[], None]:
+    """``process.groups.kill_running_children`` (imported now, not with the CLI): it kills every
+    registered process group at once (commands, grep, MCP servers, the local model's child) and
+    is safe in a signal handler."""
+    from ..process.groups import kill_running_children
 
-    Args:
-        code: the exit code.
-        abandon_threads: a client thread is still starting or closing; exit without waiting.
-    """
-
-    code: int
-    abandon_threads: bool = False
+    return kill_running_children
 
 
-def error_text(error: BaseException) -> str:
-    """The text after ``miniagent: error:`` for ``error`` (no traceback, no exception name for
-    the library's own errors and ``OSError``)."""
-    if isinstance(error, SessionError):
-        return f"session {error} (the file was left untouched)"
-    if isinstance(error, MiniagentError | OSError):
-        return str(error) or type(error).__name__
-    return f"{type(error).__name__}: {error}"
+def _stop_started() -> None:
+    """Kill every process an interrupted start has begun (MCP servers, the local model's child:
+    all registered process groups) now, without waiting for the start thread."""
+    kill_running_children = _children_killer()
+    kill_running_children()
 
 
 class Runner:
-    """What both commands share: the client, tools, approval, display and one run at a time.
+    """One run at a time for a command, with its session, its parts and the threads it started.
 
-    Use as a context manager: leaving it closes the client and the display.
+    Use as a context manager: leaving it closes the session, the MCP servers, the client and the
+    display.
 
     Args:
         options: the parsed options.
         display: the output mode (``choose_display``).
+        output_schema: ``--output-schema`` (``run`` only): the JSON Schema of every run's answer.
     """
 
-    def __init__(self, options: Options, display: Display) -> None:
+    def __init__(
+        self, options: Options, display: Display, output_schema: dict[str, Any] | None = None
+    ) -> None:
         self.options = options
         self.display = display
-        self.client: ModelClient | None = None
-        self.tools: list[Tool] = []
+        self.output_schema = output_schema
+        self.parts: Parts | None = None  # set by open()
         self.mcp_servers: list[MCPServerBase] = []  # started by open(), stopped by close()
-        self.policy: BeforeToolCall | None = None
-        self.approval_mode = resolve_approval(options.approve, is_terminal(sys.stdin))
-        self.system = ""
         self.abandoned = False  # a client thread still runs: the process must not wait for it
         self._deadline: float | None = None  # time.monotonic() when --timeout ends the run
         self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
-        self._stop_commands: Callable[[], None] | None = None
-        self.output_schema: dict[str, Any] | None = None  # --output-schema (run only)
 
     def __enter__(self) -> Runner:
         return self
@@ -174,8 +150,8 @@ class Runner:
         return messages
 
     def open(self) -> None:
-        """Create the tools (starting the ``--mcp-config`` servers), the approval policy and the
-        model client (imports the toolbox and providers now).
+        """Assemble the command's parts (``assemble``: the tools, starting the ``--mcp-config``
+        servers, the approval policy, the system prompt and the model client).
 
         The whole start runs in a thread (``_in_thread``) inside the ``--timeout`` clock, while the
         main thread takes signals: Ctrl-C, SIGTERM and SIGHUP (``StartSignals``) and the clock
@@ -185,117 +161,30 @@ class Runner:
         Raises:
             MiniagentError, OSError, ImportError: the client could not be created, or an MCP
                 server could not be started (``MCPError``).
+            UsageProblem: a client setting is refused, or ``--max-cost`` for a model without a price.
             KeyboardInterrupt: Ctrl-C (``Interrupted`` for SIGTERM, SIGHUP) while starting.
             TimedOut: ``--timeout`` ran out while starting.
         """
-        provider = resolve_provider(self.options.provider, base_url=self.options.base_url)
+        options = self.options
+        provider = resolve_provider(options.provider, base_url=options.base_url)
 
-        def start() -> ModelClient:
-            self._make_tools()
-            if provider == "local":
-                self.display.progress("starting the local model")
-            return self._create_client(provider)
+        def start() -> Parts:
+            return assemble(options, provider, self.display, self.mcp_servers)
 
         try:
             with StartSignals():
-                self.client = self._in_thread(start, name="miniagent-start", wait=self._remaining())
+                self.parts = self._in_thread(start, name="miniagent-start", wait=self._remaining())
         except KeyboardInterrupt:
-            self._stop_started()
+            _stop_started()
             raise
         finally:
             self.display.idle()
-        if self.client is None:  # --timeout while it was starting (the thread is abandoned)
-            self._stop_started()
+        if self.parts is None:  # --timeout while it was starting (the thread is abandoned)
+            _stop_started()
             raise TimedOut(
-                f"--timeout {self.options.timeout:g}: the MCP servers and the model did not start in time"
+                f"--timeout {options.timeout:g}: the MCP servers and the model did not start in time"
             )
-        self._check_price()
-
-    def _stop_started(self) -> None:
-        """Kill every process the interrupted start has begun (MCP servers, the local model's
-        child: all registered process groups) now, without waiting for the start thread."""
-        from ..process.groups import kill_running_children
-
-        kill_running_children()
-
-    def _check_price(self) -> None:
-        """``--max-cost`` needs the price of the model: refuse it now, before any request, when the
-        client says it cannot price its model (``can_price()``).
-
-        Raises:
-            UsageProblem: the cost of this model cannot be known.
-        """
-        can_price = getattr(self.client, "can_price", None)
-        if self.options.max_cost is not None and callable(can_price) and not can_price():
-            raise UsageProblem(
-                f"--max-cost {self.options.max_cost:g} needs the price of the model, which is not known "
-                "here: install the price table (pip install 'miniagent[cost]') or use --max-total-tokens"
-            )
-
-    def _make_tools(self) -> None:
-        from ..approval import ask_on_terminal, read_only
-        from ..process.groups import kill_running_children
-        from ..toolbox import default_tools
-
-        workspace = self.options.folder
-        self.tools = default_tools(
-            workspace, max_output_chars=tool_output_chars(self.options.context_max_chars)
-        )
-        self._stop_commands = kill_running_children  # commands, grep, MCP servers
-        tools = self._mcp_tools([t.name for t in self.tools])
-        self.tools = self.tools + tools
-        if self.approval_mode == "all":
-            self.policy = None
-        elif self.approval_mode == "read-only":
-            chosen = self.options.approve == "read-only"  # else the default without a terminal
-            self.policy = read_only(
-                self.tools,
-                why="read-only tools were chosen" if chosen else "this run is non-interactive",
-                remedy="ask the user to re-run with --approve all",
-            )
-        else:
-            self.policy = ask_on_terminal(self.tools)
-        self.system = self.options.system or default_system_prompt(workspace, self.tools)
-
-    def _mcp_tools(self, reserved: list[str]) -> list[Tool]:
-        """Start the ``--mcp-config`` servers (in order) and return their tools; a name that
-        collides with ``reserved`` or another server's becomes ``SERVER__TOOL``. Their results are
-        capped like the built-in tools' (``tool_output_chars``).
-
-        Raises:
-            MCPError: a server could not be started or listed (the error names it).
-            KeyboardInterrupt: Ctrl-C while a server was starting (``close`` stops the started).
-        """
-        if not self.options.mcp_config:
-            return []
-        from ..mcp import load_mcp_config, mcp_tools
-
-        for path in self.options.mcp_config:
-            for name, server in load_mcp_config(path).items():
-                server.max_result_chars = tool_output_chars(self.options.context_max_chars)
-                self.mcp_servers.append(server)
-                self.display.progress(f"starting MCP server {name}")
-                server.start()
-        self.display.idle()
-        return mcp_tools(self.mcp_servers, reserved=reserved)
-
-    def _create_client(self, provider: str) -> ModelClient:
-        from ..providers import create_client
-
-        # MINIAGENT_API_KEY: a key for any server, also one on localhost (where the provider's
-        # usual key variable is never sent).
-        api_key = os.environ.get("MINIAGENT_API_KEY") or None
-        try:
-            return create_client(
-                provider,
-                model=self.options.model,
-                base_url=self.options.base_url,
-                api_key=None if provider == "local" else api_key,
-                stream_timeout=self.options.stream_timeout,
-                max_tokens=self.options.max_output_tokens,
-            )
-        except ValueError as error:  # a setting the library refuses (e.g. a proxy variable): usage
-            raise UsageProblem(str(error)) from None
+        check_price(options, self.parts.client)
 
     def close(self) -> None:
         """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
@@ -314,8 +203,8 @@ class Runner:
         for server in servers:  # closes stdin, then stops the process group
             with contextlib.suppress(KeyboardInterrupt):
                 server.close()
-        client, self.client = self.client, None
-        closer = getattr(client, "close", None)
+        parts, self.parts = self.parts, None
+        closer = getattr(parts.client if parts is not None else None, "close", None)
         if callable(closer):
             with contextlib.suppress(KeyboardInterrupt):
                 self._in_thread(closer, name="miniagent-close", wait=CLOSE_WAIT_SECONDS)
@@ -353,37 +242,41 @@ class Runner:
 
     # --- one run ----------------------------------------------------------------------------
 
-    def run_once(self, prompt: str) -> tuple[StopReason, int]:
-        """One ``run_agent`` call with signal handling; returns (stop reason, exit code).
+    def run_once(self, prompt: str) -> tuple[RunResult, int]:
+        """One ``run_agent`` call with signal handling (``open`` first); returns its result and
+        the exit code (``128 + signal`` after a signal, ``EXIT_TIMEOUT`` after ``--timeout``).
+
+        A signal that interrupts an approval prompt ends the run ``aborted`` (the loop closed its
+        calls); its result then holds this run's committed messages and no usage.
 
         Raises:
             Exception: whatever ``run_agent`` raised (the status line is cleared first).
         """
-        assert self.client is not None
+        assert self.parts is not None, "open() first"
         cancel = threading.Event()
         self.display.begin_run()
         self.display.on_output_error = cancel.set  # nobody reads the answer: close the run
         timer = self._timer(cancel)
-        with SignalCancel(
-            cancel, on_cancel=self.display.cancelling, stop_commands=self._stop_commands
-        ) as signals:
+        stop_commands = _children_killer()  # the second signal kills the run's commands
+        with SignalCancel(cancel, on_cancel=self.display.cancelling, stop_commands=stop_commands) as signals:
             self._signals = signals
             try:
-                stop_reason = self._run_agent(prompt, cancel)
+                result = self._run_agent(prompt, cancel)
             except KeyboardInterrupt:
                 # Raised by the handler into an approval prompt; the loop closed the calls.
-                stop_reason = "aborted"
+                result = RunResult(list(self.display.run_messages), "aborted")
             finally:
                 self._signals = None
                 if timer is not None:
                     timer.cancel()
                 self.display.idle()
-        code = exit_code_for_stop_reason(stop_reason)
-        if stop_reason == "aborted" and timer is not None and timer.fired and signals.signum is None:
+        code = exit_code_for_stop_reason(result.stop_reason)
+        aborted = result.stop_reason == "aborted"
+        if aborted and timer is not None and timer.fired and signals.signum is None:
             code = EXIT_TIMEOUT
-        elif stop_reason == "aborted" or signals.signum is not None:
+        elif aborted or signals.signum is not None:
             code = signals.exit_code(code)
-        return stop_reason, code
+        return result, code
 
     def _timer(self, cancel: threading.Event) -> _Timer | None:
         """A started timer that sets ``cancel`` when the ``--timeout`` clock runs out."""
@@ -394,10 +287,10 @@ class Runner:
         timer.start()
         return timer
 
-    def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
+    def _run_agent(self, prompt: str, cancel: threading.Event) -> RunResult:
         """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
         (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
-        assert self.client is not None
+        assert self.parts is not None, "open() first"
         finish: list[str | None] = [None]  # the finish reason of the last streamed reply
 
         def on_event(event: ModelEvent) -> None:
@@ -406,9 +299,9 @@ class Runner:
             self.display.on_event(event)
 
         result = run_agent(
-            client=self.client,
-            system=self.system,
-            tools=self.tools,
+            client=self.parts.client,
+            system=self.parts.system,
+            tools=self.parts.tools,
             user=prompt,
             max_turns=self.options.max_turns,
             cancel=cancel,
@@ -421,7 +314,6 @@ class Runner:
             max_cost_usd=self.options.max_cost,
             output_schema=self.output_schema,
         )
-        self.display.run_usage = getattr(result, "usage", None)
         if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
             limit = self.options.max_output_tokens
             raise ProviderError(
@@ -429,82 +321,25 @@ class Runner:
                 f"{finish[0]!r}); raise it with --max-output-tokens",
                 kind="max_output_tokens",
             )
-        return result.stop_reason
+        return result
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
+        """Ask the policy; a call no person is asked about is shown as a tool line first, and a
+        signal may interrupt only a policy that waits for a person (the prompt shows the call)."""
+        assert self.parts is not None, "open() first"
         self.display.idle()
-        policy = self.policy
-        if not (isinstance(policy, TerminalApproval) and policy.will_ask(call)):
-            self.display.tool_call(call)  # a person who is asked sees the whole call in the prompt
-        approval = Approval(True)
-        if policy is not None:
-            signals = self._signals
-            if signals is not None and self.approval_mode == "ask":
-                signals.interruptible = True
-            try:
-                approval = policy(call)
-            finally:
-                if signals is not None:
-                    signals.interruptible = False
+        policy = self.parts.policy
+        asks = policy.will_ask(call)
+        if not asks:
+            self.display.tool_call(call)
+        signals = self._signals
+        if signals is not None and asks:
+            signals.interruptible = True
+        try:
+            approval = policy(call)
+        finally:
+            if signals is not None:
+                signals.interruptible = False
         if approval.approved:
             self.display.progress(f"running {call.name}")
         return approval
-
-    # --- reporting --------------------------------------------------------------------------
-
-    def report_stop(self, stop_reason: StopReason | None) -> None:
-        """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``)."""
-        turns = self.options.max_turns
-        if stop_reason == "max_turns":
-            self.display.note(
-                f"miniagent: stopped after {turns} turn{'' if turns == 1 else 's'} (--max-turns); "
-                "the last tool results are recorded"
-            )
-        elif stop_reason == "max_budget":
-            self.display.note(
-                "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
-                "the last tool results are recorded"
-            )
-        elif stop_reason == "aborted":
-            self.display.note("miniagent: aborted")
-
-    def output_lost(self) -> bool:
-        """Whether writing stdout failed (the run was cancelled then; see ``settle``)."""
-        return self.display.output_error is not None
-
-    def settle(self, code: int) -> int:
-        """The exit code once the output is done: ``code``, or, when writing stdout failed,
-        ``EXIT_SIGPIPE`` quietly for a closed pipe (``| head``) and 1 with one error line otherwise."""
-        error = self.display.output_error
-        if error is None:
-            return code
-        if isinstance(error, BrokenPipeError):
-            return EXIT_SIGPIPE
-        text = getattr(error, "strerror", None) or str(error)
-        self.display.error(f"cannot write to standard output: {text}")
-        return EXIT_ERROR
-
-    def fail(self, error: BaseException) -> int:
-        """Report a runtime error (one line on stderr, a traceback with ``--debug``); return 1
-        (124 for ``TimedOut``)."""
-        self.display.idle()
-        if isinstance(error, TimedOut):
-            self.display.error(str(error), EXIT_TIMEOUT)
-            return EXIT_TIMEOUT
-        if self.options.debug:
-            traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        self.display.error(error_text(error) + self._recovery_hint(error))
-        return EXIT_ERROR
-
-    def _recovery_hint(self, error: BaseException) -> str:
-        """How to get out when the server refused the run's first request (e.g. a prompt over its
-        context size) and the user message now sits in the session: ``""`` otherwise."""
-        session = self.options.session
-        refused = getattr(error, "status", None) in (400, 413, 422)
-        first = not any(m.role == "assistant" for m in self.display.run_messages)
-        if session is None or not refused or not first or not self.display.run_messages:
-            return ""
-        return (
-            f"; the prompt stays in the session: send less with --context-max-chars N, "
-            f"or drop it with: miniagent session pop {session}"
-        )

@@ -20,7 +20,7 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP while the run starts (``StartSignals``): handled like Ctrl-C there.
 
     Args:
-        signum: the signal that came; the exit code is ``128 + signum`` (143, 129).
+        signum: the signal that came; the exit code is ``128 + signum`` (``EXIT_SIGTERM``, ``EXIT_SIGHUP``).
     """
 
     def __init__(self, signum: int) -> None:
@@ -29,7 +29,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 def interrupt_exit_code(error: KeyboardInterrupt) -> int:
-    """``128 + signal`` of a ``KeyboardInterrupt``: 130 for Ctrl-C, 143/129 for ``Interrupted``."""
+    """``128 + signal`` of a ``KeyboardInterrupt``: ``EXIT_SIGINT`` for Ctrl-C, ``EXIT_SIGTERM`` /
+    ``EXIT_SIGHUP`` for ``Interrupted``."""
     return 128 + getattr(error, "signum", signal.SIGINT)
 
 
@@ -68,8 +69,9 @@ class SignalCancel:
     Only installed in the main thread (Python delivers signals there); the previous handlers are
     restored on exit. ``interruptible`` (set while an approval prompt waits) makes the first
     signal also raise ``KeyboardInterrupt`` so the prompt stops waiting. The exit code is
-    ``128 + signal``: 130, 143, 129. SIGHUP (the terminal closed) cancels too, so the run closes
-    its calls and stops its commands instead of dying with them still running.
+    ``128 + signal`` (``defaults.EXIT_SIGINT``, ``EXIT_SIGTERM``, ``EXIT_SIGHUP``). SIGHUP (the
+    terminal closed) cancels too, so the run closes its calls and stops its commands instead of
+    dying with them still running.
 
     Args:
         cancel: the run's cancel event, set by the first signal.

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._log import Logger
-from ..tools import Tool, ToolResult
+from ..tools import MIN_TOOL_OUTPUT_CHARS, TOOL_OUTPUT_CHARS, Tool, ToolResult
 from ._errors import MCPError
 from ._session import Session
 from ._tools import exposed_names, input_schema, is_read_only, result_text
@@ -40,7 +40,6 @@ __all__ = ["MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
-DEFAULT_MAX_RESULT_CHARS = 30_000
 
 logger = Logger("miniagent.mcp")
 
@@ -52,7 +51,8 @@ class MCPServerBase:
         name: the server's name: the prefix of colliding tool names, and in errors and logs.
         startup_timeout: seconds for connecting and ``initialize``.
         timeout: seconds one request (a tool call, a listing, a ping) may take.
-        max_result_chars: the cap of one tool result in characters (>= 200).
+        max_result_chars: the cap of one tool result in characters (>= ``MIN_TOOL_OUTPUT_CHARS``
+            of ``miniagent.tools``).
     """
 
     def __init__(self, name: str, startup_timeout: float, timeout: float, max_result_chars: int) -> None:
@@ -62,8 +62,8 @@ class MCPServerBase:
         for label, value in (("startup_timeout", startup_timeout), ("timeout", timeout)):
             if not value > 0 or value == float("inf"):
                 raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
-        if max_result_chars < 200:
-            raise ValueError("max_result_chars must be at least 200")
+        if max_result_chars < MIN_TOOL_OUTPUT_CHARS:
+            raise ValueError(f"max_result_chars must be at least {MIN_TOOL_OUTPUT_CHARS}")
         self.name = name
         self.startup_timeout = float(startup_timeout)
         self.timeout = float(timeout)
@@ -277,7 +277,8 @@ class StdioMCPServer(MCPServerBase):
         name: the server's name; default the command's file name.
         startup_timeout: seconds to start and answer ``initialize`` (default 30).
         timeout: seconds one request may take (default 300).
-        max_result_chars: cap of one tool result in characters (default 30 000).
+        max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
+            ``miniagent.tools``).
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
@@ -294,7 +295,7 @@ class StdioMCPServer(MCPServerBase):
         name: str | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
-        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_result_chars: int = TOOL_OUTPUT_CHARS,
     ) -> None:
         """Store the settings; the process starts with ``start()`` or ``with``."""
         if not isinstance(command, str) or not command:
@@ -337,7 +338,8 @@ class HTTPMCPServer(MCPServerBase):
         name: the server's name; default the URL's host.
         startup_timeout: seconds to connect and answer ``initialize`` (default 30).
         timeout: seconds one request may take (default 300).
-        max_result_chars: cap of one tool result in characters (default 30 000).
+        max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
+            ``miniagent.tools``).
 
     Each request is one POST; the answer is JSON or an event stream (server-sent events) that
     carries the response, possibly after the server's notifications and requests.
@@ -353,7 +355,7 @@ class HTTPMCPServer(MCPServerBase):
         name: str | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
-        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_result_chars: int = TOOL_OUTPUT_CHARS,
     ) -> None:
         """Store the settings; nothing is sent before ``start()`` or ``with``."""
         from urllib.parse import urlsplit

@@ -42,7 +42,7 @@ from typing import Any
 from .._redaction import redactor
 from .._text import cap
 from ..process.environment import secret_values
-from ..tools import Tool, ToolResult
+from ..tools import MIN_TOOL_OUTPUT_CHARS, TOOL_OUTPUT_CHARS, Tool, ToolResult
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
 from .paths import OutsideWorkspaceError, Workspace
 from .search import grep_tool
@@ -62,13 +62,10 @@ __all__ = [
     "run_command_tool",
 ]
 
-MIN_OUTPUT_CHARS = 200
-
-
 def default_tools(
     workspace: str | os.PathLike[str],
     *,
-    max_output_chars: int = 30_000,
+    max_output_chars: int = TOOL_OUTPUT_CHARS,
     command_env: Mapping[str, str] | None = None,
 ) -> list[Tool]:
     """Return the six built-in tools, confined to ``workspace``.
@@ -76,7 +73,8 @@ def default_tools(
     Args:
         workspace: the folder the tools work in; every path must resolve inside it.
         max_output_chars: cap of each result in characters (head and tail kept, with a note
-            giving the exact number of characters left out).
+            giving the exact number of characters left out); default ``TOOL_OUTPUT_CHARS`` of
+            ``miniagent.tools`` (``tool_output_chars`` fits it to a context budget).
         command_env: the environment of ``run_command``'s commands. ``None`` (default):
             ``os.environ`` at each call without its secret variables -- ``OPENAI_API_KEY``,
             ``ANTHROPIC_API_KEY`` and every name that, upper-cased, is or ends with
@@ -93,12 +91,12 @@ def default_tools(
 
     Raises:
         NotADirectoryError: ``workspace`` is not an existing folder.
-        ValueError: ``max_output_chars`` is below 200, or ``command_env`` has a name that is
-            empty or contains ``=`` or NUL, or a value with NUL.
+        ValueError: ``max_output_chars`` is below ``MIN_TOOL_OUTPUT_CHARS`` (``miniagent.tools``), or
+            ``command_env`` has a name that is empty or contains ``=`` or NUL, or a value with NUL.
         TypeError: ``command_env`` has a name or value that is not a ``str``.
     """
-    if max_output_chars < MIN_OUTPUT_CHARS:
-        raise ValueError(f"max_output_chars must be at least {MIN_OUTPUT_CHARS}")
+    if max_output_chars < MIN_TOOL_OUTPUT_CHARS:
+        raise ValueError(f"max_output_chars must be at least {MIN_TOOL_OUTPUT_CHARS}")
     root = Workspace(workspace)
     return [
         _redacting(read_file_tool(root, max_output_chars)),

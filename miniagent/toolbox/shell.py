@@ -29,7 +29,7 @@ from typing import Any
 from .._redaction import Redactor
 from ..process.children import KILL_GRACE_SECONDS, check_environment, run_process
 from ..process.environment import scrubbed_environ, secret_values
-from ..tools import Tool, ToolResult
+from ..tools import TOOL_OUTPUT_CHARS, Tool, ToolResult
 from .paths import Workspace
 from .timeouts import ToolTimeout
 
@@ -73,7 +73,7 @@ def run_shell(
     *,
     timeout: float,
     cancel: threading.Event | None = None,
-    max_chars: int = 30_000,
+    max_chars: int = TOOL_OUTPUT_CHARS,
     kill_grace: float = KILL_GRACE_SECONDS,
     env: Mapping[str, str] | None = None,
 ) -> CommandOutcome:

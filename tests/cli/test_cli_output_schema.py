@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from miniagent import Message, RunResult
+from miniagent.cli.display import OutputDisplay
+from miniagent.cli.terminal import Spinner
+from miniagent.output import OutputSchema
 from tests.cli_helpers import FakeOpenAI, model_args, run_cli, text_turn, tool_turn
 
 SCHEMA = {
@@ -157,3 +162,16 @@ def test_the_embedded_model_prints_valid_json(tmp_path: Path, workspace: Path, s
     [line] = result.stdout.splitlines()
     answer = json.loads(line)
     assert isinstance(answer["file"], str) and isinstance(answer["lines"], int)
+
+
+def test_the_display_prints_the_value_the_loop_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    # The answer is validated once, by the loop: the display shows RunResult.output as it is,
+    # never its own second reading of the text.
+    display = OutputDisplay(Spinner(sys.stderr, enabled=False), OutputSchema.of(SCHEMA))
+    display.begin_run()
+    display.on_message(Message("assistant", "prose the loop did not take as the answer"))
+    value = {"file": "notes.txt", "lines": 3}
+    display.finish_run(RunResult(list(display.run_messages), "complete", output=value), 0)
+    captured = capsys.readouterr()
+    assert captured.out == '{"file":"notes.txt","lines":3}\n'
+    assert captured.err == ""

@@ -129,3 +129,36 @@ def test_sigterm_while_the_model_starts_kills_its_child_at_once(tmp_path: Path) 
     assert child.returncode == 143, stderr
     assert "aborted by SIGTERM" in stderr
     _assert_gone(pid)
+
+
+def test_json_ends_with_an_aborted_line_after_a_signal_while_starting(tmp_path: Path) -> None:
+    config, pid_file = _stuck_mcp_config(tmp_path)
+    with FakeOpenAI([]) as server:
+        args = ["run", "--json", *model_args(server, tmp_path), "--mcp-config", str(config), "x"]
+        child = spawn_cli(args, tmp_path)
+        try:
+            pid = _wait_for_pid(pid_file, child)
+            child.send_signal(signal.SIGINT)
+            stdout, stderr = child.communicate(timeout=20)
+        finally:
+            child.kill()
+    assert child.returncode == 130, stderr
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert lines == [{"stop_reason": "aborted", "exit_code": 130}]
+    _assert_gone(pid)
+
+
+def test_json_ends_with_an_error_line_when_the_start_times_out(tmp_path: Path) -> None:
+    config, pid_file = _stuck_mcp_config(tmp_path)
+    with FakeOpenAI([]) as server:
+        args = ["run", "--json", *model_args(server, tmp_path), "--mcp-config", str(config), "--timeout", "1"]
+        child = spawn_cli([*args, "x"], tmp_path)
+        try:
+            stdout, stderr = child.communicate(timeout=25)
+        finally:
+            child.kill()
+    assert child.returncode == 124, stderr
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert len(lines) == 1 and lines[0]["stop_reason"] is None and lines[0]["exit_code"] == 124
+    assert "did not start in time" in lines[0]["error"]
+    _assert_gone(int(pid_file.read_text()))

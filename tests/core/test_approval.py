@@ -12,11 +12,13 @@ import pytest
 
 from miniagent import Approval, Message, Tool, ToolCall, run_agent
 from miniagent.approval import (
+    APPROVAL_MODES,
     TerminalApproval,
     allow_tools,
     approve_all,
     ask_on_terminal,
     describe_call,
+    policy_for,
     read_only,
 )
 from miniagent.testing import ScriptedClient
@@ -187,3 +189,46 @@ def test_read_only_policy_in_a_run(tmp_path: Path) -> None:
     assert answers[0].is_error and "read-only approval" in answers[0].content
     assert answers[1] == Message("tool", "file not found: a.txt", tool_call_id="c2", is_error=True)
     assert not (tmp_path / "a.txt").exists()
+
+
+# --- policies by mode name (policy_for) ---------------------------------------------------------
+
+
+def test_policy_for_all_approves_every_call_without_asking(tools: list[Tool]) -> None:
+    policy = policy_for("all", tools)
+    for call in (WRITE, READ, RUN, ToolCall("c4", "no_such_tool", {})):
+        assert not policy.will_ask(call)
+        assert policy(call) == Approval(True)
+
+
+def test_policy_for_read_only_refuses_changing_tools_with_the_reason_given(tools: list[Tool]) -> None:
+    policy = policy_for("read-only", tools, why="read-only tools were chosen")
+    assert not policy.will_ask(WRITE) and not policy.will_ask(READ)
+    assert policy(READ) == Approval(True)
+    refused = policy(RUN)
+    assert not refused.approved
+    assert "run_command may change files or run commands and read-only tools were chosen" in refused.reason
+    default = policy_for("read-only", tools)(WRITE)
+    assert "and this run is non-interactive (read-only approval)" in default.reason
+
+
+def test_policy_for_ask_asks_a_person_only_about_changing_tools(tools: list[Tool]) -> None:
+    policy = policy_for("ask", tools)
+    assert isinstance(policy, TerminalApproval)
+    assert policy.will_ask(WRITE) and policy.will_ask(RUN)
+    assert not policy.will_ask(READ)
+    assert policy(READ) == Approval(True)  # answered without reading a line
+
+
+def test_policy_for_knows_exactly_the_approval_modes(tools: list[Tool]) -> None:
+    assert APPROVAL_MODES == ("ask", "read-only", "all")
+    for mode in APPROVAL_MODES:
+        assert callable(policy_for(mode, tools))
+    with pytest.raises(ValueError, match=r"unknown approval mode 'maybe' \(choose from ask, read-only, all"):
+        policy_for("maybe", tools)
+
+
+def test_policy_for_copies_the_tools_once(tools: list[Tool]) -> None:
+    policy = policy_for("read-only", iter(tools))  # an iterator is read once, not per call
+    assert not policy(WRITE).approved
+    assert not policy(WRITE).approved
