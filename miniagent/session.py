@@ -42,7 +42,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
@@ -59,6 +59,8 @@ __all__ = [
     "decode_record",
     "SessionFile",
     "PathLike",
+    "session_lines",
+    "holds_record",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -233,15 +235,45 @@ def _parse_clean(head: bytes) -> list[Message] | None:
     return messages
 
 
-def _parse_lines(path: PathLike, lines: list[bytes]) -> list[Message]:
-    """Decode complete lines one by one; blank lines are skipped, any other bad line raises."""
+def session_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each line of a session file's bytes as the loader reads it, in order.
+
+    A line ends at ``\\n`` only: a ``\\r`` (alone or before ``\\n``) is JSON whitespace inside its
+    line, never a line break (``bytes.splitlines`` would split there). The text after the last
+    newline, when there is any, comes last (a last line without its newline, or a torn one).
+
+    Args:
+        data: the file's bytes (or a prefix that ends at a line's start).
+
+    Yields:
+        (offset of the line's first byte, the line without its ``\\n``).
+    """
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            yield start, data[start:]
+            return
+        yield start, data[start:end]
+        start = end + 1
+
+
+def holds_record(line: bytes) -> bool:
+    """Whether a line of ``session_lines`` holds a record: the loader skips a blank line (only
+    whitespace), and every other line is a message or an error."""
+    return bool(line.strip())
+
+
+def _parse_lines(path: PathLike, head: bytes) -> list[Message]:
+    """Decode the complete lines of ``head`` one by one; blank lines are skipped, any other bad
+    line raises."""
     messages: list[Message] = []
     append = messages.append
-    for number, line in enumerate(lines, 1):
+    for number, (_offset, line) in enumerate(session_lines(head), 1):
         try:
             append(_decode(line))
         except _BAD_DATA as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            if not line.strip():
+            if not holds_record(line):
                 continue
             raise SessionError(path, _problem(error), line=number) from None
     return messages
@@ -260,9 +292,9 @@ def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
     tail = data[cut:]  # what follows the last newline: b"" in a clean file
     messages = _parse_clean(data[:cut])
     if messages is None:
-        messages = _parse_lines(path, data[:cut].split(b"\n")[:-1])
+        messages = _parse_lines(path, data[:cut])
     valid_end, needs_newline = len(data), False
-    if tail.strip():
+    if holds_record(tail):
         message = _decode_tail(path, tail, data.count(b"\n", 0, cut) + 1)
         if message is None:
             valid_end = len(data) - len(tail)  # torn last line: dropped
@@ -398,7 +430,7 @@ class JSONLSession(StoreContext):
             size = os.fstat(fd).st_size
             last = _last_line(fd, size)
             self._size, self._needs_newline = size, False
-            if last.strip():
+            if holds_record(last):
                 if _decode_tail(self.path, last, lambda: _count_lines(fd, size)) is None:
                     self._size = self._cut_to = size - len(last)
                 else:
@@ -532,7 +564,7 @@ def _check_first_line(path: PathLike, fd: int) -> None:
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
+            if holds_record(line):
                 try:
                     _decode(line)
                 except _BAD_DATA as error:

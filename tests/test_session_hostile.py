@@ -285,3 +285,49 @@ def test_the_cli_refuses_a_session_that_is_no_session(tmp_path: Path, command: s
     assert server.posts == 0
     if special == "settings":
         assert session.read_bytes() == b"{ // my settings ... }"
+
+
+# --- round 3: session pop counts lines as the loader does ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # a raw carriage return as JSON whitespace inside a committed answer (the red team's input)
+        b'{"role":"user","content":"one"}\n{"role":"assistant",\r"content":"1"}\n'
+        b'{"role":"user","content":"two"}\n{"role":"assistant","content":"2"}\n',
+        # CRLF line ends, a line of a lone "\r", and a "\r" inside the popped user line
+        b'{"role":"user","content":"one"}\r\n{"role":"assistant","content":"1"}\r\n\r\n'
+        b'{"role":"user",\r"content":"two"}\r\n{"role":"assistant","content":"2"}',
+    ],
+    ids=["raw-cr-inside-a-line", "crlf-and-blank-cr-lines"],
+)
+def test_session_pop_cuts_at_the_line_the_loader_counts(tmp_path: Path, content: bytes) -> None:
+    from miniagent.cli.session_command import pop_last_exchange
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    assert [m.content for m in load_session(path)] == ["one", "1", "two", "2"]
+    removed = pop_last_exchange(path)
+    assert [m.content for m in removed] == ["two", "2"]
+    assert [m.content for m in load_session(path)] == ["one", "1"]  # the file still loads
+    assert content.startswith(path.read_bytes())  # only whole lines at the end were cut
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([b"", b" ", b"\r", b"\t"]), min_size=8, max_size=8))
+def test_session_lines_and_the_loader_agree_on_every_whitespace(pads: list[bytes]) -> None:
+    """Whitespace the loader accepts, put around a line's tokens: ``session_lines`` finds the
+    same records, at the offsets where they start."""
+    from miniagent.session import _parse, holds_record, session_lines
+
+    lines = [
+        pads[0] + b'{"role":"user",' + pads[1] + b'"content":"a"}' + pads[2],
+        pads[3],
+        pads[4] + b'{"role":"assistant","content":' + pads[5] + b'"b"}' + pads[6] + pads[7],
+    ]
+    data = b"\n".join(lines) + b"\n"
+    messages = _parse("s.jsonl", data)[0]
+    records = [(offset, line) for offset, line in session_lines(data) if holds_record(line)]
+    assert len(records) == len(messages) == 2
+    assert [data[offset:].split(b"\n", 1)[0] for offset, _ in records] == [lines[0], lines[2]]
