@@ -31,6 +31,8 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
   where it does not exist (Windows); there a session file raises ``SessionError``.
 - An open ``JSONLSession`` reads its file once: the first ``load()`` parses it, later ones return
   that history plus what this store appended since (the file is not read again).
+- Private: a new session file is created ``0600`` and each folder created for it ``0700``
+  (``_folders.private_folder``); an existing file or folder keeps its mode.
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
   by an ``fsync`` of its folder (and of the parent of each folder created for it), so a committed
   message survives power loss.
@@ -69,6 +71,7 @@ _Context = TypeVar("_Context", bound="StoreContext")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
 _BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
+SESSION_FILE_MODE = 0o600  # a new session file: a conversation is readable by its owner only
 
 
 @runtime_checkable
@@ -327,7 +330,7 @@ def load_session(path: PathLike) -> list[Message]:
     return _parse(path, data)[0]
 
 
-def _open_regular(path: PathLike, flags: int, mode: int = 0o644) -> int:
+def _open_regular(path: PathLike, flags: int, mode: int = SESSION_FILE_MODE) -> int:
     """``os.open`` without blocking, then refuse what is not a regular file.
 
     Raises:
@@ -499,24 +502,19 @@ class JSONLSession(StoreContext):
         self._fd = fd
 
     def _create(self) -> None:
-        from pathlib import Path  # here, not at the top: pathlib costs ms on every `import miniagent`
+        from ._folders import private_folder  # here, not at the top: it imports pathlib (ms)
 
-        folder = Path(self.path).parent
-        created = []  # the folders mkdir is about to create, deepest first
-        missing = folder
-        while not missing.exists() and missing.parent != missing:
-            created.append(missing)
-            missing = missing.parent
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        created = private_folder(folder)  # the folders made for the file, outermost first
         self._locking()  # no file is created where it could not be locked
-        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, SESSION_FILE_MODE)
         self._lock(fd)
         if os.fstat(fd).st_size != 0:
             self.close()
             raise SessionError(self.path, "session file was created by another run meanwhile")
         if self.fsync:
             # The new file's entry lives in its folder, and each new folder's entry in its parent.
-            for entry_folder in [folder, *(new.parent for new in created)]:
+            for entry_folder in [folder, *(os.path.dirname(new) for new in created)]:
                 dir_fd = os.open(entry_folder, os.O_RDONLY | os.O_DIRECTORY)
                 try:
                     os.fsync(dir_fd)

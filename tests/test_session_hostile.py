@@ -17,6 +17,7 @@ from miniagent._torn import is_cut_session_line
 from miniagent.messages import json_utf8, message_to_json
 from miniagent.testing import ScriptedClient
 from tests.cli_helpers import FakeOpenAI, model_args, run_cli, text_turn
+from tests.helpers import usual_umask
 
 DEEP = 5_000
 USER_LINE = b'{"role":"user","content":"hi"}\n'
@@ -331,3 +332,38 @@ def test_session_lines_and_the_loader_agree_on_every_whitespace(pads: list[bytes
     records = [(offset, line) for offset, line in session_lines(data) if holds_record(line)]
     assert len(records) == len(messages) == 2
     assert [data[offset:].split(b"\n", 1)[0] for offset, _ in records] == [lines[0], lines[2]]
+
+
+# --- round 3: what a session holds is private -----------------------------------------------------
+
+
+def test_a_new_session_file_and_its_new_folders_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "made" / "for it" / "s.jsonl"
+    with usual_umask():
+        append_session(path, Message("user", "hi"))
+        assert path.stat().st_mode & 0o777 == 0o600
+        for folder in (tmp_path / "made", tmp_path / "made" / "for it"):
+            assert folder.stat().st_mode & 0o777 == 0o700, folder
+        mine = tmp_path / "mine.jsonl"
+        mine.write_bytes(USER_LINE)
+        mine.chmod(0o640)  # an existing file keeps the mode its owner gave it
+        append_session(mine, Message("user", "again"))
+        assert mine.stat().st_mode & 0o777 == 0o640
+
+
+def test_chat_sessions_folder_is_private_and_never_another_users(tmp_path: Path) -> None:
+    from miniagent._folders import ForeignFolderError
+    from miniagent.cli.defaults import default_session_path, session_folder
+
+    environ = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with usual_umask():
+        path = default_session_path(environ)
+    assert path.stat().st_mode & 0o777 == 0o600
+    for folder in (tmp_path / "state", tmp_path / "state" / "miniagent", session_folder(environ)):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    if os.geteuid() != 0:
+        pytest.skip("handing a folder to another user needs root")
+    os.chown(session_folder(environ), 65534, 65534)  # nobody's
+    with pytest.raises(ForeignFolderError, match="owned by another user"):
+        default_session_path(environ)
+    assert [p.name for p in session_folder(environ).iterdir()] == [path.name]

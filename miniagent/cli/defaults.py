@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._folders import own_folder
 from .._provider_names import PROVIDERS, check_provider
 from ..tools import Tool
 
@@ -128,10 +129,10 @@ def default_session_path(environ: Mapping[str, str] | None = None, now: float | 
         now: the time stamp to use (default: now).
 
     Raises:
-        OSError: the folder cannot be created.
+        OSError: the folder cannot be created (it and its new parents are ``0700``), or another
+            user owns it (``ForeignFolderError``).
     """
-    folder = session_folder(environ)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = own_folder(session_folder(environ))
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     number = 1
     while True:

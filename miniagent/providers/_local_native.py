@@ -311,11 +311,11 @@ class LocalChatClient(HTTPClient):
 
 
 def _default_lock_path() -> Path | None:
+    from .._folders import own_folder
     from .local import cache_dir
 
     try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = own_folder(cache_dir())
     except OSError:
         return None
     return folder / "local-model.lock"
