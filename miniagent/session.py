@@ -43,11 +43,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
+from ._regular import NotRegularFileError, open_regular
 from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
@@ -68,8 +68,6 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 _Store = TypeVar("_Store", bound="SessionStore")
 _Context = TypeVar("_Context", bound="StoreContext")
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
 _BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
 SESSION_FILE_MODE = 0o600  # a new session file: a conversation is readable by its owner only
 
@@ -331,38 +329,16 @@ def load_session(path: PathLike) -> list[Message]:
 
 
 def _open_regular(path: PathLike, flags: int, mode: int = SESSION_FILE_MODE) -> int:
-    """``os.open`` without blocking, then refuse what is not a regular file.
+    """``os.open`` without blocking, then refuse what is not a regular file (``_regular``).
 
     Raises:
         SessionError: a FIFO, a device, a socket or a folder (the descriptor is closed).
         OSError: the open itself failed (``FileNotFoundError`` included).
     """
     try:
-        fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, mode)
-    except IsADirectoryError:
-        raise SessionError(path, "not a regular file (a folder): refused") from None
-    try:
-        kind = os.fstat(fd).st_mode
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(kind):
-        os.close(fd)
-        raise SessionError(path, f"not a regular file ({_kind_name(kind)}): refused")
-    return fd
-
-
-def _kind_name(kind: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(kind):
-            return name
-    return "not a file"
+        return open_regular(path, flags, mode)
+    except NotRegularFileError as error:
+        raise SessionError(path, f"not a regular file ({error.kind}): refused") from None
 
 
 class JSONLSession(StoreContext):

@@ -263,8 +263,9 @@ def test_every_prefix_of_a_written_line_is_a_cut_line_and_the_whole_line_is_not(
 @pytest.mark.parametrize("command", ["run", "chat"])
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero", "settings"])
 def test_the_cli_refuses_a_session_that_is_no_session(tmp_path: Path, command: str, special: str) -> None:
-    """``--session`` naming a FIFO, a device or a settings file: one line on stderr, exit 1, the
-    file unchanged, the model never asked."""
+    """``--session`` naming a FIFO, a device or a settings file: one line on stderr, the file
+    unchanged, the model never asked; exit 64 for a special file (the command line names
+    something that cannot be a session: ``option_files``), 1 for a file whose content is not one."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     if special == "fifo":
@@ -280,7 +281,7 @@ def test_the_cli_refuses_a_session_that_is_no_session(tmp_path: Path, command: s
         if command == "run":
             args.append("hello")
         result = run_cli(args, tmp_path, input="hello\n")
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == (1 if special == "settings" else 64), result.stderr
     assert str(session) in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert server.posts == 0

@@ -26,6 +26,7 @@ from ..errors import MiniagentError
 from .chat import command_chat
 from .checks import UsageProblem
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
+from .option_files import regular_files
 from .options import Options, with_options
 from .run import command_run
 from .runner import Outcome, error_text
@@ -87,6 +88,7 @@ def _run(
             metavar="FILE",
             exists=True,
             dir_okay=False,
+            callback=regular_files,
             help="JSON Schema file of the answer: stdout gets only the valid answer as one JSON line "
             "(exit 2, the last validation error on stderr, when no answer is valid within --max-turns).",
         ),
@@ -117,7 +119,12 @@ app.add_typer(session_app)
 
 @session_app.command("pop", cls=_Command)
 def _session_pop(
-    path: Annotated[Path, typer.Argument(metavar="PATH", dir_okay=False, help="The JSONL session file.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH", dir_okay=False, callback=regular_files, help="The JSONL session file."
+        ),
+    ],
 ) -> int:
     """Drop the last user message of a session and every message after it (e.g. a prompt the
     server refused); the file stays a valid session."""
@@ -153,7 +160,8 @@ def _usage_text(error: Exception) -> str:
         and param is not None
         and getattr(error, "param_hint", None) is None
     ):
-        name = "/".join(param.opts) if param.opts else param.human_readable_name
+        is_option = getattr(param, "param_type_name", "") == "option"
+        name = "/".join(param.opts) if param.opts and is_option else param.human_readable_name
         source = ctx.get_parameter_source(param.name) if ctx is not None else None
         if getattr(source, "name", "") == "ENVIRONMENT" and param.envvar:
             name += f" (from ${param.envvar})"

@@ -3,7 +3,8 @@ library itself (see ``miniagent._log``).
 
 - ``-v``: INFO records of ``miniagent.*`` on stderr (requests, tools, retries, stop reason);
   ``-vv``: DEBUG too (HTTP statuses).
-- ``--log-file PATH``: DEBUG records of ``miniagent.*`` appended to PATH, with time and level.
+- ``--log-file PATH``: DEBUG records of ``miniagent.*`` appended to PATH, with time and level
+  (a new file is created ``0600``; a FIFO or device is refused, never waited on).
 - ``--debug``: DEBUG records of every logger on stderr (tracebacks come from the runner).
 
 The records hold names, counts, durations, statuses and reasons: never a key (tested).
@@ -11,12 +12,16 @@ The records hold names, counts, durations, statuses and reasons: never a key (te
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from .._regular import open_regular
 from .checks import UsageProblem
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .options import Options
 
 __all__ = ["configure_logging"]
@@ -59,15 +64,24 @@ def configure_logging(options: Options) -> None:
         ours.addHandler(handler)
         levels.append(level)
     if options.log_file is not None:
-        try:
-            file_handler = logging.FileHandler(options.log_file, encoding="utf-8", delay=False)
-        except OSError as error:
-            raise UsageProblem(
-                f"cannot open --log-file {options.log_file}: {error.strerror or error}"
-            ) from None
+        file_handler = logging.StreamHandler(_open_log_file(options.log_file))
         file_handler.setLevel(logging.DEBUG)
         file_handler.setFormatter(logging.Formatter(_FILE_FORMAT))
         ours.addHandler(file_handler)
         levels.append(logging.DEBUG)
     if levels:
         ours.setLevel(min(levels))
+
+
+def _open_log_file(path: Path) -> IO[str]:
+    """``--log-file`` opened for appending (created ``0600``) without blocking on a FIFO that
+    replaced it after parsing (``_regular.open_regular``).
+
+    Raises:
+        UsageProblem: it cannot be opened, or is not a regular file.
+    """
+    try:
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise UsageProblem(f"cannot open --log-file {path}: {error.strerror or error}") from None
+    return open(fd, "a", encoding="utf-8", errors="backslashreplace")

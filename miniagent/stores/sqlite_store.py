@@ -37,6 +37,7 @@ import sqlite3
 from typing import Any
 
 from .._folders import private_folder
+from .._regular import NotRegularFileError, open_regular
 from ..errors import SessionError
 from ..messages import Message
 from ..session import PathLike, StoreContext, decode_record, encode_record
@@ -193,28 +194,23 @@ _HEADER = b"SQLite format 3\x00"
 
 def _check_regular(path: str, where: str) -> bool:
     """Whether the database file exists; ``SessionError`` for a FIFO, device or folder (checked
-    on a non-blocking descriptor, so a FIFO cannot block), a file with more than one hard link,
-    or a file that is not SQLite's."""
-    import stat
-
+    on a non-blocking descriptor, so a FIFO cannot block: ``_regular``), a file with more than
+    one hard link, or a file that is not SQLite's."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_regular(path)
     except FileNotFoundError:
         return False
-    except IsADirectoryError:
-        raise SessionError(where, "not a regular file (a folder): refused") from None
+    except NotRegularFileError as error:
+        raise SessionError(where, f"not a regular file ({error.kind}): refused") from None
     try:
-        info = os.fstat(fd)
-        regular = stat.S_ISREG(info.st_mode)
-        header = os.read(fd, len(_HEADER)) if regular else b""
+        links = os.fstat(fd).st_nlink
+        header = os.read(fd, len(_HEADER))
     finally:
         os.close(fd)
-    if not regular:
-        raise SessionError(where, "not a regular file: refused")
-    if info.st_nlink > 1:
+    if links > 1:
         raise SessionError(
             where,
-            f"the database has {info.st_nlink} hard links: SQLite keeps a journal beside each name, "
+            f"the database has {links} hard links: SQLite keeps a journal beside each name, "
             "so writers through two names would corrupt it; refused (copy it, or use one name)",
         )
     if header and header != _HEADER:
@@ -229,8 +225,6 @@ def _create_private(path: str, where: str) -> None:
     if folder:
         private_folder(folder)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-    except IsADirectoryError:
-        raise SessionError(where, "not a regular file (a folder): refused") from None
-    os.close(fd)
-    _check_regular(path, where)  # what was there, or appeared meanwhile, is checked again
+        os.close(open_regular(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except NotRegularFileError as error:
+        raise SessionError(where, f"not a regular file ({error.kind}): refused") from None
