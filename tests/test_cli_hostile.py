@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from miniagent.cli.checks import UsageProblem
-from tests.cli_helpers import FakeOpenAI, model_args, run_cli, text_turn
+from tests.cli_helpers import FakeOpenAI, json_lines, model_args, run_cli, text_turn
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -126,3 +126,64 @@ def test_a_new_log_file_is_private_and_an_existing_one_is_appended_to(tmp_path: 
             assert run_cli(args, tmp_path).returncode == 0
     assert log.stat().st_mode & 0o777 == 0o600
     assert log.read_text().count("stop reason: complete") == 2
+
+
+# --- escape sequences in what the CLI writes --------------------------------------------------------
+
+BODY = "busy \x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;owned\x07 bell\x07 \x9b31m end"
+"""A 503 body holding OSC 52 (clipboard write), OSC 0 (window title), BEL and a C1 CSI."""
+RAW = ("\x1b", "\x07", "\x9b")
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(control in text for control in RAW), repr(text)
+
+
+def test_a_retry_log_line_on_a_terminal_shows_the_servers_escapes_never_runs_them(tmp_path: Path) -> None:
+    from tests.test_cli_terminal import _on_a_terminal
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with FakeOpenAI([("status", 503, BODY), text_turn("fine")]) as server:
+        args = ["run", "-v", *model_args(server, workspace), "hi"]
+        screen = _on_a_terminal(args, tmp_path, [], b"fine")
+    line = next(line for line in screen.splitlines() if "retry 1" in line)
+    assert "busy \\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b]0;owned\\x07 bell\\x07 \\x9b31m end" in line
+    assert "\x1b]" not in screen and "\x07" not in screen and "\x9b" not in screen
+
+
+def test_debug_tracebacks_error_lines_and_the_log_file_escape_them_too(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    log = tmp_path / "run.log"
+    refusal = ("status", 400, BODY)  # not retried: the run fails with the body in its error
+    with FakeOpenAI([refusal, refusal]) as server:
+        debug = run_cli(["run", "--debug", *model_args(server, workspace), "hi"], tmp_path)
+        verbose = ["run", "-vv", "--log-file", str(log), *model_args(server, workspace), "hi"]
+        logged = run_cli(verbose, tmp_path)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr and "\\x1b]52" in debug.stderr
+    assert logged.returncode == 1 and "\\x1b]52" in logged.stderr
+    for text in (debug.stderr, logged.stderr, log.read_text()):
+        _no_raw_controls(text)
+
+
+def test_paths_from_the_command_line_are_escaped_in_usage_and_session_lines(tmp_path: Path) -> None:
+    name = "s\x1b]0;owned\x07.jsonl"
+    missing = run_cli(["run", "--mcp-config", str(tmp_path / name), "hi"], tmp_path)
+    assert missing.returncode == 64 and "\\x1b]0;owned\\x07" in missing.stderr
+    (tmp_path / name).write_text('{"role":"user","content":"q"}\n{"role":"assistant","content":"a"}\n')
+    popped = run_cli(["session", "pop", str(tmp_path / name)], tmp_path)
+    assert popped.returncode == 0 and "\\x1b]0;owned\\x07" in popped.stderr
+    for text in (missing.stderr, popped.stderr):
+        _no_raw_controls(text)
+
+
+def test_json_lines_escape_del_and_c1_controls_and_keep_the_exact_value(tmp_path: Path) -> None:
+    text = "a \x9b31m b \x7f c \x85 d \u00e9"
+    with FakeOpenAI([text_turn(text)]) as server:
+        done = run_cli(["run", "--json", *model_args(server, tmp_path), "hi"], tmp_path)
+    assert done.returncode == 0
+    line = done.stdout.splitlines()[-2]
+    assert "\\u009b31m" in line and "\\u007f" in line and "\\u0085" in line and "\u00e9" in line
+    _no_raw_controls(done.stdout)
+    assert json_lines(done.stdout)[-2]["content"] == text

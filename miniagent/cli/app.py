@@ -129,7 +129,7 @@ def _session_pop(
     """Drop the last user message of a session and every message after it (e.g. a prompt the
     server refused); the file stays a valid session."""
     from .session_command import pop_last_exchange
-    from .terminal import clip
+    from .terminal import clip, neutralise
 
     try:
         removed = pop_last_exchange(path)
@@ -137,8 +137,8 @@ def _session_pop(
         _print_error(error_text(error))
         return EXIT_ERROR
     sys.stderr.write(
-        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from {path}; "
-        f"the last user message was: {clip(removed[0].content, 60)}\n"
+        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from "
+        f"{neutralise(str(path))}; the last user message was: {clip(removed[0].content, 60)}\n"
     )
     return EXIT_OK
 
@@ -174,7 +174,11 @@ def _usage_text(error: Exception) -> str:
 
 
 def _print_error(text: str) -> None:
-    sys.stderr.write(f"miniagent: error: {text}\n")
+    """``miniagent: error: TEXT`` on stderr; TEXT may quote a path or a value from the command
+    line, so its control characters are written as visible escapes (``terminal.neutralise``)."""
+    from .terminal import neutralise
+
+    sys.stderr.write(f"miniagent: error: {neutralise(text)}\n")
     sys.stderr.flush()
 
 
@@ -198,7 +202,7 @@ def _run_app(argv: Sequence[str] | None) -> Outcome:
         _print_error(_usage_text(error))
         return Outcome(EXIT_USAGE)
     except click_error as error:
-        error.show()  # type: ignore[attr-defined]
+        _print_error(error.format_message())  # type: ignore[attr-defined]
         return Outcome(int(getattr(error, "exit_code", EXIT_ERROR)))
     except (typer.Abort, KeyboardInterrupt):
         sys.stderr.write("\nminiagent: aborted\n")

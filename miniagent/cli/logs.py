@@ -7,7 +7,9 @@ library itself (see ``miniagent._log``).
   (a new file is created ``0600``; a FIFO or device is refused, never waited on).
 - ``--debug``: DEBUG records of every logger on stderr (tracebacks come from the runner).
 
-The records hold names, counts, durations, statuses and reasons: never a key (tested).
+The records hold names, counts, durations, statuses and reasons: never a key (tested). Every
+line, on stderr and in the file, is written with its control characters as visible escapes
+(``terminal.neutralise``), so what a server or a file name holds cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from .._regular import open_regular
 from .checks import UsageProblem
+from .terminal import neutralise
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,12 +43,18 @@ def configure_logging(options: Options) -> None:
         return
     import logging
 
-    class ShortNames(logging.Formatter):
+    class Escaped(logging.Formatter):
+        """A record's lines with their control characters as visible escapes (``neutralise``):
+        a message may quote a server (a 503 body holding OSC 52 or BEL) or a file name."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            return neutralise(super().format(record))
+
+    class ShortNames(Escaped):
         """``miniagent: agent: ...``: the logger's name without the prefix the line starts with."""
 
         def format(self, record: logging.LogRecord) -> str:
-            line = super().format(record)
-            return line.replace("miniagent: miniagent.", "miniagent: ", 1)
+            return super().format(record).replace("miniagent: miniagent.", "miniagent: ", 1)
 
     if options.debug:
         root = logging.getLogger()  # as logging.basicConfig: only when nothing is configured yet
@@ -66,7 +75,7 @@ def configure_logging(options: Options) -> None:
     if options.log_file is not None:
         file_handler = logging.StreamHandler(_open_log_file(options.log_file))
         file_handler.setLevel(logging.DEBUG)
-        file_handler.setFormatter(logging.Formatter(_FILE_FORMAT))
+        file_handler.setFormatter(Escaped(_FILE_FORMAT))
         ours.addHandler(file_handler)
         levels.append(logging.DEBUG)
     if levels:

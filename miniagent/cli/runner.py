@@ -45,7 +45,7 @@ from .defaults import (
 from .display import Display
 from .options import Options
 from .signals import SignalCancel, StartSignals
-from .terminal import is_terminal
+from .terminal import is_terminal, neutralise
 
 if TYPE_CHECKING:
     from ..mcp import MCPServerBase
@@ -490,7 +490,7 @@ class Runner:
             self.display.error(str(error), EXIT_TIMEOUT)
             return EXIT_TIMEOUT
         if self.options.debug:
-            traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+            sys.stderr.write(neutralise("".join(traceback.format_exception(error))))
         self.display.error(error_text(error) + self._recovery_hint(error))
         return EXIT_ERROR
 
