@@ -30,7 +30,7 @@ from .environment import current_redactor, scrubbed_environ
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
 from .output import BINARY_SNIFF_BYTES, decode
-from .paths import OutsideWorkspaceError, Workspace
+from .paths import NAME_FORM, OutsideWorkspaceError, Workspace
 from .process import ProcessOutcome, ToolTimeout, run_process
 
 __all__ = [
@@ -114,6 +114,7 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         "pattern": pattern,
         "glob_name": selected.name_regex,
         "glob_path": selected.path_regex,
+        "name_form": NAME_FORM,
         "max_matches": MAX_MATCHES,
         "max_line_chars": MAX_LINE_CHARS,
         "max_file_bytes": MAX_FILE_BYTES,
