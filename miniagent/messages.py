@@ -15,6 +15,7 @@ The JSON form (one object per session line) is ``message_to_json`` / ``message_f
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -239,8 +240,19 @@ def json_utf8(data: Any) -> bytes:
 
 
 def json_text(data: Any) -> str:
-    """``json_utf8`` as text: compact JSON that always has a UTF-8 form (for ``--json`` lines)."""
-    return json_utf8(data).decode("utf-8")
+    """``json_utf8`` as text: compact JSON that always has a UTF-8 form (for ``--json`` lines).
+
+    DEL and the C1 controls (U+007F..U+009F: ``\\x9b`` starts an escape sequence on many
+    terminals), which JSON may hold raw, are written as ``\\u`` escapes: the same JSON value, and
+    no text that can drive a terminal (JSON already escapes U+0000..U+001F).
+    """
+    text = json_utf8(data).decode("utf-8")
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _RAW_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
 
 
 def message_from_json(data: Any) -> Message:

@@ -31,6 +31,8 @@ Invariants (spec "Record the message first", DESIGN.md "Beyond the seed"):
   where it does not exist (Windows); there a session file raises ``SessionError``.
 - An open ``JSONLSession`` reads its file once: the first ``load()`` parses it, later ones return
   that history plus what this store appended since (the file is not read again).
+- Private: a new session file is created ``0600`` and each folder created for it ``0700``
+  (``_folders.private_folder``); an existing file or folder keeps its mode.
 - With ``fsync=True`` every append is followed by ``os.fsync`` of the file, and creating the file
   by an ``fsync`` of its folder (and of the parent of each folder created for it), so a committed
   message survives power loss.
@@ -41,11 +43,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
+from ._regular import NotRegularFileError, open_regular
 from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
@@ -59,14 +61,15 @@ __all__ = [
     "decode_record",
     "SessionFile",
     "PathLike",
+    "session_lines",
+    "holds_record",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _Store = TypeVar("_Store", bound="SessionStore")
 _Context = TypeVar("_Context", bound="StoreContext")
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX only
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (then is refused), never blocks
 _BAD_DATA = (ValueError, RecursionError)  # bad JSON, bad UTF-8, bad message; nesting too deep
+SESSION_FILE_MODE = 0o600  # a new session file: a conversation is readable by its owner only
 
 
 @runtime_checkable
@@ -233,15 +236,45 @@ def _parse_clean(head: bytes) -> list[Message] | None:
     return messages
 
 
-def _parse_lines(path: PathLike, lines: list[bytes]) -> list[Message]:
-    """Decode complete lines one by one; blank lines are skipped, any other bad line raises."""
+def session_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each line of a session file's bytes as the loader reads it, in order.
+
+    A line ends at ``\\n`` only: a ``\\r`` (alone or before ``\\n``) is JSON whitespace inside its
+    line, never a line break (``bytes.splitlines`` would split there). The text after the last
+    newline, when there is any, comes last (a last line without its newline, or a torn one).
+
+    Args:
+        data: the file's bytes (or a prefix that ends at a line's start).
+
+    Yields:
+        (offset of the line's first byte, the line without its ``\\n``).
+    """
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            yield start, data[start:]
+            return
+        yield start, data[start:end]
+        start = end + 1
+
+
+def holds_record(line: bytes) -> bool:
+    """Whether a line of ``session_lines`` holds a record: the loader skips a blank line (only
+    whitespace), and every other line is a message or an error."""
+    return bool(line.strip())
+
+
+def _parse_lines(path: PathLike, head: bytes) -> list[Message]:
+    """Decode the complete lines of ``head`` one by one; blank lines are skipped, any other bad
+    line raises."""
     messages: list[Message] = []
     append = messages.append
-    for number, line in enumerate(lines, 1):
+    for number, (_offset, line) in enumerate(session_lines(head), 1):
         try:
             append(_decode(line))
         except _BAD_DATA as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            if not line.strip():
+            if not holds_record(line):
                 continue
             raise SessionError(path, _problem(error), line=number) from None
     return messages
@@ -260,9 +293,9 @@ def _parse(path: PathLike, data: bytes) -> tuple[list[Message], int, bool]:
     tail = data[cut:]  # what follows the last newline: b"" in a clean file
     messages = _parse_clean(data[:cut])
     if messages is None:
-        messages = _parse_lines(path, data[:cut].split(b"\n")[:-1])
+        messages = _parse_lines(path, data[:cut])
     valid_end, needs_newline = len(data), False
-    if tail.strip():
+    if holds_record(tail):
         message = _decode_tail(path, tail, data.count(b"\n", 0, cut) + 1)
         if message is None:
             valid_end = len(data) - len(tail)  # torn last line: dropped
@@ -295,39 +328,17 @@ def load_session(path: PathLike) -> list[Message]:
     return _parse(path, data)[0]
 
 
-def _open_regular(path: PathLike, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` without blocking, then refuse what is not a regular file.
+def _open_regular(path: PathLike, flags: int, mode: int = SESSION_FILE_MODE) -> int:
+    """``os.open`` without blocking, then refuse what is not a regular file (``_regular``).
 
     Raises:
         SessionError: a FIFO, a device, a socket or a folder (the descriptor is closed).
         OSError: the open itself failed (``FileNotFoundError`` included).
     """
     try:
-        fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, mode)
-    except IsADirectoryError:
-        raise SessionError(path, "not a regular file (a folder): refused") from None
-    try:
-        kind = os.fstat(fd).st_mode
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(kind):
-        os.close(fd)
-        raise SessionError(path, f"not a regular file ({_kind_name(kind)}): refused")
-    return fd
-
-
-def _kind_name(kind: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(kind):
-            return name
-    return "not a file"
+        return open_regular(path, flags, mode)
+    except NotRegularFileError as error:
+        raise SessionError(path, f"not a regular file ({error.kind}): refused") from None
 
 
 class JSONLSession(StoreContext):
@@ -398,7 +409,7 @@ class JSONLSession(StoreContext):
             size = os.fstat(fd).st_size
             last = _last_line(fd, size)
             self._size, self._needs_newline = size, False
-            if last.strip():
+            if holds_record(last):
                 if _decode_tail(self.path, last, lambda: _count_lines(fd, size)) is None:
                     self._size = self._cut_to = size - len(last)
                 else:
@@ -467,24 +478,19 @@ class JSONLSession(StoreContext):
         self._fd = fd
 
     def _create(self) -> None:
-        from pathlib import Path  # here, not at the top: pathlib costs ms on every `import miniagent`
+        from ._folders import private_folder  # here, not at the top: it imports pathlib (ms)
 
-        folder = Path(self.path).parent
-        created = []  # the folders mkdir is about to create, deepest first
-        missing = folder
-        while not missing.exists() and missing.parent != missing:
-            created.append(missing)
-            missing = missing.parent
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        created = private_folder(folder)  # the folders made for the file, outermost first
         self._locking()  # no file is created where it could not be locked
-        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, SESSION_FILE_MODE)
         self._lock(fd)
         if os.fstat(fd).st_size != 0:
             self.close()
             raise SessionError(self.path, "session file was created by another run meanwhile")
         if self.fsync:
             # The new file's entry lives in its folder, and each new folder's entry in its parent.
-            for entry_folder in [folder, *(new.parent for new in created)]:
+            for entry_folder in [folder, *(os.path.dirname(new) for new in reversed(created))]:
                 dir_fd = os.open(entry_folder, os.O_RDONLY | os.O_DIRECTORY)
                 try:
                     os.fsync(dir_fd)
@@ -532,7 +538,7 @@ def _check_first_line(path: PathLike, fd: int) -> None:
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
+            if holds_record(line):
                 try:
                     _decode(line)
                 except _BAD_DATA as error:

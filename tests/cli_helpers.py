@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -245,3 +247,38 @@ def spawn_cli(args: Sequence[str], tmp_path: Path, **popen: Any) -> subprocess.P
 def json_lines(stdout: str) -> list[dict[str, Any]]:
     """Parse every stdout line as JSON (fails on any line that is not)."""
     return [json.loads(line) for line in stdout.splitlines()]
+
+
+def on_a_terminal(args: list[str], tmp_path: Path, answers: list[tuple[bytes, bytes]], end: bytes) -> str:
+    """Run the CLI on a pty; for each (expected, reply) wait for ``expected`` then type ``reply``;
+    return everything shown until ``end`` appeared and the child exited."""
+    master, slave = os.openpty()
+    child = subprocess.Popen(
+        cli_command(args),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=cli_env(tmp_path, {"TERM": "xterm", "COLUMNS": "60"}),
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen = b""
+    try:
+        for expected, reply in [*answers, (end, b"")]:
+            deadline = time.monotonic() + 20
+            while expected not in screen:
+                assert time.monotonic() < deadline, f"{expected!r} not seen: {screen!r}"
+                ready, _, _ = select.select([master], [], [], 0.1)
+                if ready:
+                    try:
+                        screen += os.read(master, 65536)
+                    except OSError:
+                        break
+            if reply:
+                os.write(master, reply)
+        child.wait(timeout=20)
+    finally:
+        child.kill()
+        os.close(master)
+    return screen.decode("utf-8", "replace")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from miniagent import Message, Tool, ToolResult
@@ -44,3 +46,13 @@ def assert_every_call_answered_once(messages: list[Message]) -> None:
             answered.append(messages[index].tool_call_id)
             index += 1
         assert answered == expected, (expected, answered)
+
+
+@contextlib.contextmanager
+def usual_umask(mask: int = 0o022) -> Iterator[None]:
+    """Run the block under the usual umask (files 0644 unless asked otherwise), then restore it."""
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)

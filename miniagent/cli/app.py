@@ -27,6 +27,7 @@ from ..errors import MiniagentError
 from .chat import command_chat
 from .checks import UsageProblem
 from .defaults import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_USAGE, exit_codes_text
+from .option_files import regular_files
 from .options import Options, with_options
 from .report import Outcome, error_text
 from .run import command_run
@@ -87,6 +88,7 @@ def _run(
             metavar="FILE",
             exists=True,
             dir_okay=False,
+            callback=regular_files,
             help="JSON Schema file of the answer: stdout gets only the valid answer as one JSON line "
             "(exit 2, the last validation error on stderr, when no answer is valid within --max-turns).",
         ),
@@ -117,12 +119,17 @@ app.add_typer(session_app)
 
 @session_app.command("pop", cls=_Command)
 def _session_pop(
-    path: Annotated[Path, typer.Argument(metavar="PATH", dir_okay=False, help="The JSONL session file.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH", dir_okay=False, callback=regular_files, help="The JSONL session file."
+        ),
+    ],
 ) -> int:
     """Drop the last user message of a session and every message after it (e.g. a prompt the
     server refused); the file stays a valid session."""
     from .session_command import pop_last_exchange
-    from .terminal import clip
+    from .terminal import clip, neutralise
 
     try:
         removed = pop_last_exchange(path)
@@ -130,8 +137,8 @@ def _session_pop(
         _print_error(error_text(error))
         return EXIT_ERROR
     sys.stderr.write(
-        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from {path}; "
-        f"the last user message was: {clip(removed[0].content, 60)}\n"
+        f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from "
+        f"{neutralise(str(path))}; the last user message was: {clip(removed[0].content, 60)}\n"
     )
     return EXIT_OK
 
@@ -153,7 +160,8 @@ def _usage_text(error: Exception) -> str:
         and param is not None
         and getattr(error, "param_hint", None) is None
     ):
-        name = "/".join(param.opts) if param.opts else param.human_readable_name
+        is_option = getattr(param, "param_type_name", "") == "option"
+        name = "/".join(param.opts) if param.opts and is_option else param.human_readable_name
         source = ctx.get_parameter_source(param.name) if ctx is not None else None
         if getattr(source, "name", "") == "ENVIRONMENT" and param.envvar:
             name += f" (from ${param.envvar})"
@@ -166,7 +174,11 @@ def _usage_text(error: Exception) -> str:
 
 
 def _print_error(text: str) -> None:
-    sys.stderr.write(f"miniagent: error: {text}\n")
+    """``miniagent: error: TEXT`` on stderr; TEXT may quote a path or a value from the command
+    line, so its control characters are written as visible escapes (``terminal.neutralise``)."""
+    from .terminal import neutralise
+
+    sys.stderr.write(f"miniagent: error: {neutralise(text)}\n")
     sys.stderr.flush()
 
 
@@ -190,7 +202,7 @@ def _run_app(argv: Sequence[str] | None) -> Outcome:
         _print_error(_usage_text(error))
         return Outcome(EXIT_USAGE)
     except click_error as error:
-        error.show()  # type: ignore[attr-defined]
+        _print_error(error.format_message())  # type: ignore[attr-defined]
         return Outcome(int(getattr(error, "exit_code", EXIT_ERROR)))
     except (typer.Abort, KeyboardInterrupt):
         sys.stderr.write("\nminiagent: aborted\n")

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._catalogue import PROVIDERS, check_provider, chosen_by_key
+from .._folders import own_folder
 from ..agent import exit_code_for_stop_reason
 from ..approval import APPROVAL_MODES
 from ..tools import Tool
@@ -156,10 +157,10 @@ def default_session_path(environ: Mapping[str, str] | None = None, now: float | 
         now: the time stamp to use (default: now).
 
     Raises:
-        OSError: the folder cannot be created.
+        OSError: the folder cannot be created (it and its new parents are ``0700``), or another
+            user owns it (``ForeignFolderError``).
     """
-    folder = session_folder(environ)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = own_folder(session_folder(environ))
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     number = 1
     while True:

@@ -140,6 +140,7 @@ class Display:
         self.spinner.hide()
         if not self._at_line_start and self._out_is_terminal() and is_terminal(self.err):
             self.write_out("\n")
+        text = neutralise(text)  # it may quote a file name, a server, the model
         self.err.write(text if text.endswith("\n") else text + "\n")
         self.err.flush()
 

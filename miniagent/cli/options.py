@@ -7,8 +7,9 @@ command one ``Options`` value built from what was parsed. Code that needs the op
 ``options.<field>``.
 
 Invariants: ``Options.workspace`` is an absolute, resolved folder after construction (default: the
-current folder); option names are the field names with ``_`` spelled ``-``, unless the
-``typer.Option`` names them.
+current folder); an option naming a file or folder is checked while parsing (``option_files``: a
+FIFO, device or socket is a usage error at once, never opened); option names are the field names
+with ``_`` spelled ``-``, unless the ``typer.Option`` names them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .defaults import (
     EXIT_MAX_TURNS,
     EXIT_TIMEOUT,
 )
+from .option_files import folder, regular_files
 
 __all__ = ["Options", "with_options"]
 
@@ -93,7 +95,12 @@ class Options:
     ] = DEFAULT_MAX_TURNS
     session: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--session", dir_okay=False, help="JSONL session file to resume and append to."),
+        typer.Option(
+            "--session",
+            dir_okay=False,
+            callback=regular_files,
+            help="JSONL session file to resume and append to.",
+        ),
     ] = None
     context_max_chars: Annotated[
         Optional[int],  # noqa: UP045
@@ -105,6 +112,7 @@ class Options:
             "--workspace",
             exists=True,
             file_okay=False,
+            callback=folder,
             help="Folder the tools work in. Default: current folder.",
         ),
     ] = None
@@ -166,7 +174,13 @@ class Options:
     ] = 0
     log_file: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--log-file", dir_okay=False, metavar="PATH", help="Append debug logs to PATH."),
+        typer.Option(
+            "--log-file",
+            dir_okay=False,
+            metavar="PATH",
+            callback=regular_files,
+            help="Append debug logs to PATH.",
+        ),
     ] = None
     mcp_config: Annotated[
         Optional[list[Path]],  # noqa: UP045
@@ -175,6 +189,7 @@ class Options:
             exists=True,
             dir_okay=False,
             metavar="FILE",
+            callback=regular_files,
             help='MCP servers whose tools the model may use: a {"mcpServers": {...}} file (the '
             "format of Claude Code's .mcp.json and Claude Desktop). Repeatable.",
         ),

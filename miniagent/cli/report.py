@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..agent import StopReason
 from ..errors import MiniagentError, SessionError
 from .defaults import EXIT_ERROR, EXIT_SIGPIPE, EXIT_TIMEOUT
+from .terminal import neutralise
 
 if TYPE_CHECKING:
     from .display import Display
@@ -106,7 +107,7 @@ def fail(display: Display, error: BaseException, options: Options) -> int:
         display.error(str(error), EXIT_TIMEOUT)
         return EXIT_TIMEOUT
     if options.debug:
-        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+        sys.stderr.write(neutralise("".join(traceback.format_exception(error))))
     display.error(error_text(error) + _recovery_hint(display, error, options))
     return EXIT_ERROR
 

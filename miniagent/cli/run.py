@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._regular import read_regular
 from ..agent import RunResult
 from ..output import OutputSchema
 from ..validation import json_type_name, schema_problem
@@ -63,7 +64,7 @@ def read_output_schema(path: Path) -> dict[str, Any]:
             types are wrong (``validation.schema_problem``: ``"type": "objekt"``).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")  # never blocks on a FIFO put there after parsing
     except (OSError, UnicodeDecodeError) as error:
         raise UsageProblem(f"--output-schema {path}: cannot be read ({error})") from None
     try:

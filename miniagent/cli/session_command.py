@@ -4,7 +4,8 @@ A run whose first request the server refuses (say, a prompt over the model's con
 its user message in the session, so every later run on it would fail the same way. ``pop``
 removes the last exchange: the last user message and every message after it. The file stays a
 valid session (only whole lines at its end are cut, under the session's lock, so no run can write
-meanwhile); a corrupt or locked session is refused untouched.
+meanwhile; lines are counted by the loader's own ``session_lines``, so a ``\\r`` inside a line is
+never taken for a line break); a corrupt or locked session is refused untouched.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..errors import SessionError
 from ..messages import Message
-from ..session import JSONLSession
+from ..session import JSONLSession, holds_record, session_lines
 
 __all__ = ["pop_last_exchange"]
 
@@ -41,13 +42,12 @@ def pop_last_exchange(path: Path) -> list[Message]:
 
 
 def _line_start(data: bytes, index: int) -> int:
-    """Byte offset of the line holding message number ``index`` (blank lines hold none)."""
-    position = 0
+    """Byte offset of the line holding message number ``index``, counted as the loader counts
+    (``session_lines``: a line ends at ``\\n`` only; blank lines hold none)."""
     number = 0
-    for line in data.splitlines(keepends=True):
-        if line.strip():
+    for offset, line in session_lines(data):
+        if holds_record(line):
             if number == index:
-                return position
+                return offset
             number += 1
-        position += len(line)
     raise AssertionError("the session changed under its lock")

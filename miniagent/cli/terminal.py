@@ -86,7 +86,7 @@ class Spinner:
         """Draw ``label`` after a frame until ``hide`` (starts the drawing thread once)."""
         if not self.enabled:
             return
-        self.label = label
+        self.label = one_line(label)  # e.g. a tool's name: never an escape sequence
         if self._thread is None:
             self._thread = threading.Thread(target=self._draw, name="miniagent-spinner", daemon=True)
             self._thread.start()

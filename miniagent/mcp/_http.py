@@ -16,6 +16,9 @@
 - Keep-alive: once the response was found, the rest of the body (the end of the event stream)
   is read for at most 0.2 s (``net.connection.release``) and the connection goes back to the
   pool for the next request; after a cancel, a timeout or an error it is closed.
+- A JSON body or one server-sent event larger than ``max_message_bytes``
+  (``_wire.MAX_MESSAGE_BYTES``) fails the request with ``MCPError`` (kind ``protocol``) once that
+  many bytes arrived, before anything is decoded; the connection is closed.
 - Header values (``Authorization``...) never appear in errors or logs.
 """
 
@@ -33,19 +36,20 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTime
 from urllib3.util import Timeout
 
 from .._log import Logger
+from ..errors import ProviderError
 from ..net.connection import READ_SIZE, OpenFailed, new_session, open_response, release, response_socket
 from ..net.failures import connection_failure
 from ..net.sse import SSEDecoder
 from ..net.watcher import SocketWatcher
 from ._errors import MCPError
-from ._wire import Handler, Interrupted, Message, encode, is_response
+from ._wire import MAX_MESSAGE_BYTES, Handler, Interrupted, Message, encode, is_response, too_large
 
 __all__ = ["HTTPTransport"]
 
 CONNECT_TIMEOUT = 10.0
 NOTIFY_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 2.0
-MAX_BODY_BYTES = 64 * 1024 * 1024
+_ERROR_BODY_BYTES = 65536  # of an HTTP error's body: enough for its JSON-RPC error or a snippet
 _SNIPPET_CHARS = 200
 
 logger = Logger("miniagent.mcp")
@@ -59,13 +63,20 @@ class HTTPTransport:
         url: the endpoint.
         headers: extra request headers.
         connect_timeout: most seconds for a TCP/TLS connect.
+        max_message_bytes: the largest JSON body or server-sent event read (bytes).
     """
 
     def __init__(
-        self, name: str, url: str, headers: Mapping[str, str], connect_timeout: float = CONNECT_TIMEOUT
+        self,
+        name: str,
+        url: str,
+        headers: Mapping[str, str],
+        connect_timeout: float = CONNECT_TIMEOUT,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         """Prepare the HTTP session; nothing is sent yet."""
         self.name = name
+        self.max_message_bytes = max_message_bytes
         self.url = url
         self.extra_headers = dict(headers)
         self.connect_timeout = min(connect_timeout, CONNECT_TIMEOUT)
@@ -231,7 +242,7 @@ class HTTPTransport:
             for event in self._events(response, cancel, deadline):
                 if not event.data.strip():
                     continue
-                found = self._dispatch(self._parse(event.data.encode()), wanted, handler)
+                found = self._dispatch(self._parse(event.data), wanted, handler)
                 if found is not None:
                     return found
             raise MCPError(
@@ -250,7 +261,7 @@ class HTTPTransport:
         deadline: float | None,
     ) -> Message:
         """A JSON-RPC error in the body of an HTTP error becomes the response; else an error."""
-        body = self._read_all(response, cancel, deadline, limit=65536)
+        body = self._read_all(response, cancel, deadline, limit=_ERROR_BODY_BYTES, cut=True)
         if media == "application/json":
             try:
                 value = json.loads(body)
@@ -284,11 +295,12 @@ class HTTPTransport:
         except (MCPError, Interrupted) as exc:
             logger.debug("[%s] reply not sent: %s", self.name, exc)
 
-    def _parse(self, body: bytes) -> Any:
+    def _parse(self, body: bytes | bytearray | str) -> Any:
         try:
             return json.loads(body)
         except ValueError:
-            snippet = body.decode("utf-8", "replace")[:_SNIPPET_CHARS]
+            head = body[: _SNIPPET_CHARS * 4]  # enough bytes for the snippet's characters
+            snippet = (head if isinstance(head, str) else head.decode("utf-8", "replace"))[:_SNIPPET_CHARS]
             raise self._protocol(f"sent a body that is not JSON: {snippet}") from None
 
     def _chunks(
@@ -322,24 +334,41 @@ class HTTPTransport:
         response: BaseHTTPResponse,
         cancel: threading.Event | None,
         deadline: float | None,
-        limit: int = MAX_BODY_BYTES,
-    ) -> bytes:
+        limit: int | None = None,
+        cut: bool = False,
+    ) -> bytearray:
+        """The body, at most ``limit`` bytes (default ``max_message_bytes``): more is an error,
+        or with ``cut`` the first ``limit`` bytes."""
+        limit = self.max_message_bytes if limit is None else limit
         body = bytearray()
         for chunk in self._chunks(response, cancel, deadline):
             body += chunk
             if len(body) > limit:
-                if limit < MAX_BODY_BYTES:
+                if cut:
+                    del body[limit:]
                     break
-                raise self._protocol(f"sent a body longer than {MAX_BODY_BYTES} bytes")
-        return bytes(body)
+                raise too_large(self.name, limit, "a body")
+        return body
 
     def _events(
         self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: float | None
     ) -> Iterator[Any]:
-        decoder = SSEDecoder()
-        for chunk in self._chunks(response, cancel, deadline):
-            yield from decoder.feed(chunk)
-        yield from decoder.close()
+        decoder = SSEDecoder(max_size=self.max_message_bytes)  # holds at most that, and a chunk
+        try:
+            for chunk in self._chunks(response, cancel, deadline):
+                for event in decoder.feed(chunk):
+                    yield self._within_limit(event)
+            for event in decoder.close():
+                yield self._within_limit(event)
+        except ProviderError:  # the reader's own limit: an event over max_message_bytes
+            raise too_large(self.name, self.max_message_bytes, "an event") from None
+
+    def _within_limit(self, event: Any) -> Any:
+        """``event`` when its data is at most ``max_message_bytes`` (characters; the reader
+        itself lets a line completed within one chunk pass whole)."""
+        if len(event.data) > self.max_message_bytes:
+            raise too_large(self.name, self.max_message_bytes, "an event")
+        return event
 
     # --- failure --------------------------------------------------------------------------------
 

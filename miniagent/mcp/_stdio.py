@@ -11,9 +11,12 @@ Invariants:
   as soon as it arrives.
 - A line that is not a JSON object or array (a server that prints a banner or debug output to
   stdout) is logged as a warning and skipped; the request keeps waiting for its response.
-- A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped. A message
-  cut off while it was written (cancel, timeout or Ctrl-C with the pipe full) leaves the stream
-  broken: ``alive()`` turns false and the next call starts the server again.
+- A line longer than ``max_message_bytes`` (``_wire.MAX_MESSAGE_BYTES``) is a protocol error,
+  raised once that many bytes are buffered without a newline (never decoded): the server is
+  stopped, the next call starts it again. A line is decoded from the buffer without a copy of
+  its bytes. A message cut off while it was written (cancel, timeout or Ctrl-C with the pipe
+  full) leaves the stream broken: ``alive()`` turns false and the next call starts the server
+  again.
 - When stdout ends, stdin breaks, or the server exited and nothing is left to read (a child it
   started may still hold stdout open), the server is finished: its group is stopped, the error
   names its exit status and its last stderr lines; ``alive()`` is false from then on.
@@ -33,14 +36,13 @@ from typing import TYPE_CHECKING, Any
 from .._log import Logger
 from ._errors import MCPError
 from ._process import ServerProcess
-from ._wire import Handler, Interrupted, Message, encode, is_response
+from ._wire import MAX_MESSAGE_BYTES, Handler, Interrupted, Message, encode, is_response, too_large
 
 if TYPE_CHECKING:
     import threading
 
 __all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 POLL_SECONDS = 0.02
 NOTIFY_SECONDS = 0.1
 _READ_SIZE = 256 * 1024
@@ -57,14 +59,23 @@ class StdioTransport:
         argv: command and arguments.
         env: the child's whole environment.
         cwd: its working folder or ``None``.
+        max_message_bytes: the longest line read from its stdout (bytes, without the newline).
 
     Raises:
         MCPError: kind ``start`` when the command cannot be run (not found, not executable).
     """
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         """Start the server process."""
         self.name = name
+        self.max_message_bytes = max_message_bytes
         try:
             self.process = ServerProcess(name, argv, env, cwd)
         except FileNotFoundError as exc:
@@ -173,8 +184,7 @@ class StdioTransport:
     def _next_value(self, cancel: threading.Event | None, deadline: float | None) -> Any:
         """The next JSON object or array on stdout; other lines are logged and skipped."""
         while True:
-            line = self._next_line(cancel, deadline)
-            text = line.decode("utf-8", "replace").strip()
+            text = self._next_line(cancel, deadline).strip()
             if not text:
                 continue
             try:
@@ -186,17 +196,21 @@ class StdioTransport:
                 return value
             self._garbage(text)
 
-    def _next_line(self, cancel: threading.Event | None, deadline: float | None) -> bytes:
+    def _next_line(self, cancel: threading.Event | None, deadline: float | None) -> str:
+        """The next line of stdout, decoded (bad UTF-8 as U+FFFD), without its newline."""
         while True:
             end = self._buffer.find(b"\n", self._scanned)
+            if end > self.max_message_bytes or (end < 0 and len(self._buffer) > self.max_message_bytes):
+                self._failure = "it wrote a line longer than max_message_bytes"
+                self.process.stop(exit_grace=0)
+                raise too_large(self.name, self.max_message_bytes, "a line", "it was stopped")
             if end >= 0:
-                line = bytes(self._buffer[:end])
+                with memoryview(self._buffer) as view:
+                    line = str(view[:end], "utf-8", "replace")  # no copy of the bytes first
                 del self._buffer[: end + 1]
                 self._scanned = 0
                 return line
             self._scanned = len(self._buffer)
-            if self._scanned > MAX_MESSAGE_BYTES:
-                self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
             self._check_usable()
             if self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline):
                 chunk = self._read()
@@ -256,11 +270,6 @@ class StdioTransport:
                 server=self.name,
                 kind="closed",
             )
-
-    def _fail(self, what: str) -> None:
-        self._failure = what
-        self.process.stop(exit_grace=0)
-        raise MCPError(f"MCP server {self.name!r} {what}; it was stopped", server=self.name, kind="protocol")
 
     def _ended(self, what: str) -> MCPError:
         """The server finished: an error naming how it exited and its last stderr lines."""

@@ -2,6 +2,12 @@
 
 - A message is a JSON object (a batch, a JSON array, is accepted on input and handled item by
   item; this client never sends one).
+- A message read from a server (a stdio line, an HTTP body, one server-sent event) is at most
+  ``max_message_bytes`` (default ``MAX_MESSAGE_BYTES``): decoding JSON builds Python objects
+  many times the size of the text (small objects in a long array cost the most), so this is what
+  bounds the memory one answer can take. A larger one fails its request with ``MCPError`` (kind
+  ``protocol``, ``too_large``) as soon as the limit is passed, before it is decoded; miniagent
+  keeps at most ``max_result_chars`` of a result anyway.
 - ``encode(message)``: compact UTF-8 JSON without a newline inside (JSON escapes newlines), NaN
   and Infinity refused; a lone surrogate becomes U+FFFD.
 - A ``Transport`` sends one request and returns its response (matched by ``id``); every other
@@ -16,10 +22,25 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._errors import MCPError
+
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["Message", "Handler", "Transport", "Interrupted", "encode", "is_response"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "Message",
+    "Handler",
+    "Transport",
+    "Interrupted",
+    "check_message_limit",
+    "encode",
+    "is_response",
+    "too_large",
+]
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""Default most bytes of one message read from an MCP server (module docstring)."""
 
 Message = dict[str, Any]
 Handler = Callable[[Message], "Message | None"]
@@ -31,6 +52,28 @@ class Interrupted(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def check_message_limit(limit: int) -> int:
+    """``limit`` when it is a usable ``max_message_bytes`` (an int of at least 1024).
+
+    Raises:
+        ValueError: it is not.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1024:
+        raise ValueError(f"max_message_bytes must be an int of at least 1024, got {limit!r}")
+    return limit
+
+
+def too_large(server: str, limit: int, what: str = "a message", then: str = "not read") -> MCPError:
+    """The error of a message over ``limit`` bytes from ``server`` (kind ``protocol``); ``what``
+    names the message, ``then`` what became of it."""
+    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+    return MCPError(
+        f"MCP server {server!r} sent {what} larger than {size} (max_message_bytes): {then}",
+        server=server,
+        kind="protocol",
+    )
 
 
 def encode(message: Message) -> bytes:

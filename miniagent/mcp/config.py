@@ -26,6 +26,7 @@ import os
 import re
 from typing import Any
 
+from .._regular import open_regular
 from ._errors import MCPError
 from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer
 
@@ -48,13 +49,13 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
         ``{name: server}`` in the file's order; the servers are not started.
 
     Raises:
-        MCPError: kind ``config``: the file cannot be read, is not JSON, has no ``mcpServers``
-            object, or a server's entry is wrong (the message names the file, the server and
-            the field).
+        MCPError: kind ``config``: the file cannot be read (a FIFO or a device is refused at
+            once, never waited on), is not JSON, has no ``mcpServers`` object, or a server's
+            entry is wrong (the message names the file, the server and the field).
     """
     where = os.fspath(path)
     try:
-        with open(where, encoding="utf-8") as file:
+        with open(open_regular(where), encoding="utf-8") as file:  # a FIFO is refused, never waited on
             document = json.load(file)
     except OSError as exc:
         raise MCPError(f"{where}: cannot read: {exc.strerror or exc}", kind="config") from None

@@ -14,6 +14,9 @@ Invariants:
   the model can read) except when the run's cancel event was set: then it sends
   ``notifications/cancelled`` and raises ``MCPError`` (kind ``cancelled``) within about 20 ms,
   which the agent loop records as ``aborted during execution``.
+- One message read from a server is at most ``max_message_bytes`` (default
+  ``MAX_MESSAGE_BYTES``): a larger one is never decoded, and its request fails with ``MCPError``
+  (kind ``protocol``; a tool call's result is then that error), so one answer's memory is bounded.
 - Results are capped at ``max_result_chars`` characters (head and tail kept, with a note) and
   the values of secret variables (of this process and of the server's ``env``) are replaced
   with ``***``, as for the built-in tools.
@@ -31,12 +34,12 @@ from ..tools import MIN_TOOL_OUTPUT_CHARS, TOOL_OUTPUT_CHARS, Tool, ToolResult
 from ._errors import MCPError
 from ._session import Session
 from ._tools import exposed_names, input_schema, is_read_only, result_text
-from ._wire import Transport
+from ._wire import MAX_MESSAGE_BYTES, Transport, check_message_limit
 
 if TYPE_CHECKING:  # imported when a server is created: import miniagent.mcp stays light
     import threading
 
-__all__ = ["MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
+__all__ = ["MAX_MESSAGE_BYTES", "MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
@@ -53,9 +56,17 @@ class MCPServerBase:
         timeout: seconds one request (a tool call, a listing, a ping) may take.
         max_result_chars: the cap of one tool result in characters (>= ``MIN_TOOL_OUTPUT_CHARS``
             of ``miniagent.tools``).
+        max_message_bytes: the largest message read from the server, in bytes (>= 1024).
     """
 
-    def __init__(self, name: str, startup_timeout: float, timeout: float, max_result_chars: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        startup_timeout: float,
+        timeout: float,
+        max_result_chars: int,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         """Check and store the settings; nothing starts yet."""
         import threading
 
@@ -68,6 +79,7 @@ class MCPServerBase:
         self.startup_timeout = float(startup_timeout)
         self.timeout = float(timeout)
         self.max_result_chars = max_result_chars
+        self.max_message_bytes = check_message_limit(max_message_bytes)
         self._session: Session | None = None
         self._started = False
         self._definitions: list[dict[str, Any]] | None = None
@@ -279,6 +291,7 @@ class StdioMCPServer(MCPServerBase):
         timeout: seconds one request may take (default 300).
         max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
             ``miniagent.tools``).
+        max_message_bytes: the longest line read from its stdout (default ``MAX_MESSAGE_BYTES``).
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
@@ -296,15 +309,15 @@ class StdioMCPServer(MCPServerBase):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
         max_result_chars: int = TOOL_OUTPUT_CHARS,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         """Store the settings; the process starts with ``start()`` or ``with``."""
         if not isinstance(command, str) or not command:
             raise ValueError("command must be a non-empty string")
         if isinstance(args, str):
             raise TypeError("args must be a sequence of strings, not one string")
-        super().__init__(
-            name or os.path.basename(command) or command, startup_timeout, timeout, max_result_chars
-        )
+        name = name or os.path.basename(command) or command
+        super().__init__(name, startup_timeout, timeout, max_result_chars, max_message_bytes)
         self.command = command
         self.args = tuple(str(a) for a in args)
         self.env = dict(env or {})
@@ -325,7 +338,8 @@ class StdioMCPServer(MCPServerBase):
 
         environ = scrubbed_environ()
         environ.update(self.env)
-        return StdioTransport(self.name, (self.command, *self.args), environ, self.cwd)
+        argv = (self.command, *self.args)
+        return StdioTransport(self.name, argv, environ, self.cwd, self.max_message_bytes)
 
 
 class HTTPMCPServer(MCPServerBase):
@@ -340,6 +354,8 @@ class HTTPMCPServer(MCPServerBase):
         timeout: seconds one request may take (default 300).
         max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
             ``miniagent.tools``).
+        max_message_bytes: the largest JSON body or server-sent event read (default
+            ``MAX_MESSAGE_BYTES``).
 
     Each request is one POST; the answer is JSON or an event stream (server-sent events) that
     carries the response, possibly after the server's notifications and requests.
@@ -356,6 +372,7 @@ class HTTPMCPServer(MCPServerBase):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
         max_result_chars: int = TOOL_OUTPUT_CHARS,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         """Store the settings; nothing is sent before ``start()`` or ``with``."""
         from urllib.parse import urlsplit
@@ -363,7 +380,8 @@ class HTTPMCPServer(MCPServerBase):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
-        super().__init__(name or parts.hostname, startup_timeout, timeout, max_result_chars)
+        name = name or parts.hostname
+        super().__init__(name, startup_timeout, timeout, max_result_chars, max_message_bytes)
         self.url = url
         self.headers = dict(headers or {})
 
@@ -382,7 +400,7 @@ class HTTPMCPServer(MCPServerBase):
     def _open(self) -> Transport:
         from ._http import HTTPTransport
 
-        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout)
+        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout, self.max_message_bytes)
 
 
 def mcp_tools(servers: Iterable[MCPServerBase], reserved: Iterable[str] = ()) -> list[Tool]:

@@ -9,13 +9,23 @@ Invariants (the JSONL file's promises, DESIGN.md "Session stores"):
   keeps every committed message and nothing of the one being written; readers never block the
   writer. ``fsync=True`` (``synchronous=FULL``) makes each commit survive power loss too; the
   default ``synchronous=NORMAL`` is what WAL recommends against process crashes.
-- One writer per session: an exclusive ``flock`` on a lock file beside the database
+- One database, one name: the path is resolved (``os.path.realpath``) before anything is opened,
+  so every symlink to a database reaches the one file, its one WAL and its one lock folder. A
+  database with more than one hard link is refused (SQLite keeps its WAL and shared-memory
+  files beside the name it was opened by, so two names of one file are two journals: two writers
+  through them corrupt it).
+- One writer per session: an exclusive ``flock`` on a lock file beside the resolved database
   (``<file>.locks/<sha256 of the session id>``), taken by the first ``load()`` or ``append()`` and
-  held until ``close()``. A second writer fails at once with ``SessionError``; the kernel drops the
-  lock of a process that dies, so a killed writer never holds it.
+  held until ``close()``. A second writer fails at once with ``SessionError``, through whatever
+  alias it came; the kernel drops the lock of a process that dies, so a killed writer never holds
+  it. A row of this session that another writer inserted anyway (one that does not take these
+  locks) makes ``append`` raise ``SessionError``, never ``sqlite3.IntegrityError``.
 - The path must be a regular file (or not exist yet): a FIFO or a device is refused without
   blocking, a file that is not an SQLite database (its first 16 bytes) is refused before anything
   is created or locked, and left untouched.
+- Private: a new database is created ``0600`` (SQLite gives its WAL and shared-memory files the
+  database's mode), the lock folder ``0700`` and the lock files ``0600``; folders created for the
+  file are ``0700``.
 - The first ``load()`` reads the rows; later ones return the history kept in memory.
 """
 
@@ -26,6 +36,8 @@ import os
 import sqlite3
 from typing import Any
 
+from .._folders import private_folder
+from .._regular import NotRegularFileError, open_regular
 from ..errors import SessionError
 from ..messages import Message
 from ..session import PathLike, StoreContext, decode_record, encode_record
@@ -103,11 +115,15 @@ class SQLiteSession(StoreContext):
             elif int(rows[0][0]) != self._count:
                 self.close()
                 raise SessionError(self._where, "session was written by another run meanwhile")
-        with db:  # one transaction: committed as a whole, or rolled back
-            db.execute(
-                "INSERT INTO miniagent_messages (session_id, seq, record) VALUES (?, ?, ?)",
-                (self.session_id, self._count + 1, record),
-            )
+        try:
+            with db:  # one transaction: committed as a whole, or rolled back
+                db.execute(
+                    "INSERT INTO miniagent_messages (session_id, seq, record) VALUES (?, ?, ?)",
+                    (self.session_id, self._count + 1, record),
+                )
+        except sqlite3.IntegrityError:  # that row exists: a writer that did not take the lock
+            problem = "session was written by another run meanwhile; not stored"
+            raise SessionError(self._where, problem) from None
         self._count += 1
         if self._history is not None:
             self._history.append(message)
@@ -127,13 +143,14 @@ class SQLiteSession(StoreContext):
         """The locked connection; ``None`` when the file is missing and ``create`` is false."""
         if self._db is not None:
             return self._db
-        if not _check_regular(self.path, self._where) and not create:
+        real = os.path.realpath(self.path)  # every symlink to the file: one WAL, one lock folder
+        if not _check_regular(real, self._where) and not create:
             return None
-        self._lock()
+        self._lock(real)
         try:
             if create:
-                _make_folder(self.path)
-            db = sqlite3.connect(os.fspath(self.path), timeout=self.timeout, check_same_thread=False)
+                _create_private(real, self._where)
+            db = sqlite3.connect(real, timeout=self.timeout, check_same_thread=False)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
@@ -154,16 +171,16 @@ class SQLiteSession(StoreContext):
         except sqlite3.DatabaseError as error:
             raise SessionError(self._where, f"cannot read the session ({error})") from None
 
-    def _lock(self) -> None:
-        """Take this session's lock file (beside the database) without waiting."""
+    def _lock(self, real: str) -> None:
+        """Take this session's lock file (beside the resolved database ``real``) without waiting."""
         try:
             import fcntl  # POSIX; imported here like the JSONL store's
         except ImportError:
             raise SessionError(self._where, "session locks need fcntl (POSIX), not available here") from None
-        folder = os.fspath(self.path) + ".locks"
-        os.makedirs(folder, exist_ok=True)
+        folder = real + ".locks"
+        private_folder(folder)
         name = hashlib.sha256(self.session_id.encode("utf-8", "surrogatepass")).hexdigest()
-        fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -175,30 +192,39 @@ class SQLiteSession(StoreContext):
 _HEADER = b"SQLite format 3\x00"
 
 
-def _check_regular(path: PathLike, where: str) -> bool:
+def _check_regular(path: str, where: str) -> bool:
     """Whether the database file exists; ``SessionError`` for a FIFO, device or folder (checked
-    on a non-blocking descriptor, so a FIFO cannot block) or a file that is not SQLite's."""
-    import stat
-
+    on a non-blocking descriptor, so a FIFO cannot block: ``_regular``), a file with more than
+    one hard link, or a file that is not SQLite's."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_regular(path)
     except FileNotFoundError:
         return False
-    except IsADirectoryError:
-        raise SessionError(where, "not a regular file (a folder): refused") from None
+    except NotRegularFileError as error:
+        raise SessionError(where, f"not a regular file ({error.kind}): refused") from None
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        header = os.read(fd, len(_HEADER)) if regular else b""
+        links = os.fstat(fd).st_nlink
+        header = os.read(fd, len(_HEADER))
     finally:
         os.close(fd)
-    if not regular:
-        raise SessionError(where, "not a regular file: refused")
+    if links > 1:
+        raise SessionError(
+            where,
+            f"the database has {links} hard links: SQLite keeps a journal beside each name, "
+            "so writers through two names would corrupt it; refused (copy it, or use one name)",
+        )
     if header and header != _HEADER:
         raise SessionError(where, "not an SQLite database: refused")
     return True
 
 
-def _make_folder(path: PathLike) -> None:
-    folder = os.path.dirname(os.fspath(path))
+def _create_private(path: str, where: str) -> None:
+    """Create the database file ``0600`` when it is missing (its folders ``0700``), so SQLite,
+    which gives its WAL and shared-memory files the database's mode, keeps them private too."""
+    folder = os.path.dirname(path)
     if folder:
-        os.makedirs(folder, exist_ok=True)
+        private_folder(folder)
+    try:
+        os.close(open_regular(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except NotRegularFileError as error:
+        raise SessionError(where, f"not a regular file ({error.kind}): refused") from None

@@ -15,7 +15,8 @@ it outside.
 
 stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir``, ``pattern``,
 ``glob_name`` and ``glob_path`` (regular expressions compiled from the glob by ``globs.py``, each
-or both null), ``max_memory_bytes`` (this process's address-space limit: a file whose search
+or both null; matched against names and paths in the Unicode normal form ``name_form``, as
+``paths.comparable_name`` does), ``max_memory_bytes`` (this process's address-space limit: a file whose search
 runs out of it is skipped and counted), ``max_matches``, ``max_line_chars``, ``max_file_bytes``,
 ``sniff_bytes``, ``skipped_folders``.
 
@@ -97,6 +98,7 @@ class Search:
         self.regex = re.compile(request["pattern"])
         self.glob_name = re.compile(request["glob_name"], re.S) if request["glob_name"] else None
         self.glob_path = re.compile(request["glob_path"], re.S) if request["glob_path"] else None
+        self.name_form = request.get("name_form", "NFC")
         self.max_matches: int = request["max_matches"]
         self.max_line_chars: int = request["max_line_chars"]
         self.max_file_bytes: int = request["max_file_bytes"]
@@ -127,10 +129,18 @@ class Search:
         """Whether the glob selects ``path`` (its name, or its root-relative path: ``globs``)."""
         if self.glob_name is None and self.glob_path is None:
             return True
-        if self.glob_name is not None and self.glob_name.fullmatch(os.path.basename(path)):
+        if self.glob_name is not None and self.glob_name.fullmatch(self.comparable(os.path.basename(path))):
             return True
-        shown = self.display(path).replace(os.sep, "/")
+        shown = self.comparable(self.display(path).replace(os.sep, "/"))
         return self.glob_path is not None and self.glob_path.fullmatch(shown) is not None
+
+    def comparable(self, name: str) -> str:
+        """``name`` in the normal form globs are matched in (``paths.comparable_name``)."""
+        if name.isascii():
+            return name
+        import unicodedata  # only for a name that is not ASCII: start-up time
+
+        return unicodedata.normalize(self.name_form, name)
 
     def window(self, shown: str, number: int, line: str, hit: re.Match[str]) -> dict[str, Any]:
         """The JSON object of one match: the whole line when it fits in ``max_line_chars``, else

@@ -12,7 +12,10 @@ tests use it as the oracle):
 
 Where it applies: an alternative without ``/`` is matched against the file's name at any depth;
 one with ``/`` against its path relative to the workspace root (a leading ``/`` anchors it there
-explicitly). Case matters.
+explicitly). Case matters; Unicode normal forms do not: the glob and every name are compared in
+the one form path resolution uses (``paths.comparable_name``, NFC), so ``café.txt`` typed composed
+matches a file whose name is stored decomposed (NFD, as macOS writes it), and ``?`` or ``[é]``
+match ``é`` either way.
 
 Unsupported (``GlobError``, which the tool turns into an error result, never a silent "no
 matches"): an empty pattern, a leading ``!`` (negation), an unclosed ``[`` or ``{``, a stray
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .paths import comparable_name
 
 __all__ = ["GlobError", "GlobFilter", "compile_glob", "MAX_ALTERNATIVES"]
 
@@ -44,7 +49,9 @@ class GlobFilter:
     path_regex: str | None
 
     def matches(self, relative_path: str) -> bool:
-        """Return whether the file at ``relative_path`` (``/``-separated) is selected."""
+        """Return whether the file at ``relative_path`` (``/``-separated, any normal form) is
+        selected."""
+        relative_path = comparable_name(relative_path)
         name = relative_path.rsplit("/", 1)[-1]
         if self.name_regex is not None and re.fullmatch(self.name_regex, name, re.S):
             return True
@@ -207,6 +214,7 @@ def compile_glob(pattern: str) -> GlobFilter:
     """
     if not pattern:
         raise GlobError("the glob is empty; leave it out to search every file")
+    pattern = comparable_name(pattern)  # names are matched in the same form (module docstring)
     if pattern.startswith("!"):
         raise GlobError(f"unsupported glob {pattern!r}: negation with '!' is not supported")
     names: list[str] = []

@@ -17,19 +17,30 @@ from __future__ import annotations
 import os
 import unicodedata
 from pathlib import Path
+from typing import Final
 
-__all__ = ["OutsideWorkspaceError", "Workspace"]
+__all__ = ["NAME_FORM", "OutsideWorkspaceError", "Workspace", "comparable_name"]
+
+NAME_FORM: Final = "NFC"
+"""The Unicode normal form file names are compared in (``comparable_name``)."""
 
 
 class OutsideWorkspaceError(ValueError):
     """A path resolves outside the workspace (or cannot be resolved). The text is for the model."""
 
 
+def comparable_name(name: str) -> str:
+    """``name`` in the one normal form (``NAME_FORM``, NFC) that every comparison of file names
+    uses: path resolution's other spelling (``Workspace.resolve``) and globs (``globs``), so a
+    name stored decomposed (NFD, as macOS writes it) and its composed spelling are one name."""
+    return name if name.isascii() else unicodedata.normalize(NAME_FORM, name)
+
+
 def _entry_spelled(folder: Path, name: str) -> str | None:
     """The one entry of ``folder`` that is ``name`` in another Unicode normalisation, if any."""
-    wanted = unicodedata.normalize("NFC", name)
+    wanted = comparable_name(name)
     try:
-        found = [entry for entry in os.listdir(folder) if unicodedata.normalize("NFC", entry) == wanted]
+        found = [entry for entry in os.listdir(folder) if comparable_name(entry) == wanted]
     except OSError:
         return None
     return found[0] if len(found) == 1 else None

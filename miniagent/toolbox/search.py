@@ -31,7 +31,7 @@ from ..process.environment import current_redactor, scrubbed_environ
 from ..tools import Tool, ToolResult
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
-from .paths import OutsideWorkspaceError, Workspace
+from .paths import NAME_FORM, OutsideWorkspaceError, Workspace
 from .timeouts import ToolTimeout
 
 __all__ = [
@@ -115,6 +115,7 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
         "pattern": pattern,
         "glob_name": selected.name_regex,
         "glob_path": selected.path_regex,
+        "name_form": NAME_FORM,
         "max_matches": MAX_MATCHES,
         "max_line_chars": MAX_LINE_CHARS,
         "max_file_bytes": MAX_FILE_BYTES,

@@ -10,20 +10,15 @@ confinement" kinds 5 and 6, issue "The first hour" item 5).
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import (
     FakeOpenAI,
-    cli_command,
-    cli_env,
     json_lines,
     model_args,
+    on_a_terminal,
     run_cli,
     text_turn,
     tool_turn,
@@ -41,47 +36,12 @@ def workspace(tmp_path: Path) -> Path:
     return folder
 
 
-def _on_a_terminal(args: list[str], tmp_path: Path, answers: list[tuple[bytes, bytes]], end: bytes) -> str:
-    """Run the CLI on a pty; for each (expected, reply) wait for ``expected`` then type ``reply``;
-    return everything shown until ``end`` appeared and the child exited."""
-    master, slave = os.openpty()
-    child = subprocess.Popen(
-        cli_command(args),
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=cli_env(tmp_path, {"TERM": "xterm", "COLUMNS": "60"}),
-        cwd=tmp_path,
-        start_new_session=True,
-    )
-    os.close(slave)
-    screen = b""
-    try:
-        for expected, reply in [*answers, (end, b"")]:
-            deadline = time.monotonic() + 20
-            while expected not in screen:
-                assert time.monotonic() < deadline, f"{expected!r} not seen: {screen!r}"
-                ready, _, _ = select.select([master], [], [], 0.1)
-                if ready:
-                    try:
-                        screen += os.read(master, 65536)
-                    except OSError:
-                        break
-            if reply:
-                os.write(master, reply)
-        child.wait(timeout=20)
-    finally:
-        child.kill()
-        os.close(master)
-    return screen.decode("utf-8", "replace")
-
-
 def test_the_approval_prompt_shows_the_whole_command_once(tmp_path: Path, workspace: Path) -> None:
     command = "ls -la" + " " * 70 + "; echo PWNED > f \u202e"
     turns = [tool_turn("run_command", {"command": command}), text_turn("Listed.")]
     with FakeOpenAI(turns) as server:
         args = ["run", "--approve", "ask", *model_args(server, workspace), "list"]
-        screen = _on_a_terminal(args, tmp_path, [(b"[a]lways run_command: ", b"n\n")], b"Listed.")
+        screen = on_a_terminal(args, tmp_path, [(b"[a]lways run_command: ", b"n\n")], b"Listed.")
     prompt = screen[screen.index("tool call:") : screen.index("approve?")]
     assert "; echo PWNED > f" in prompt  # wrapped into view, not cut at 60 characters
     assert "\\u202e" in prompt and "\u202e" not in screen  # the bidi override is shown, not obeyed
@@ -89,9 +49,9 @@ def test_the_approval_prompt_shows_the_whole_command_once(tmp_path: Path, worksp
     assert not (workspace / "f").exists()
 
 
-def test_model_escapes_are_neutralised_on_a_terminal(tmp_path: Path, workspace: Path) -> None:
+def test_model_escapes_are_neutralisedon_a_terminal(tmp_path: Path, workspace: Path) -> None:
     with FakeOpenAI([text_turn(HOSTILE)]) as server:
-        screen = _on_a_terminal(["run", *model_args(server, workspace), "hi"], tmp_path, [], b"end")
+        screen = on_a_terminal(["run", *model_args(server, workspace), "hi"], tmp_path, [], b"end")
     assert "\x1b]" not in screen and "\x1b[2J" not in screen and "\x9b" not in screen and "\x07" not in screen
     assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in screen and "\\x9b31m\\x0dend" in screen
 
@@ -106,9 +66,9 @@ def test_json_and_piped_output_keep_the_exact_text(tmp_path: Path, workspace: Pa
     assert json.loads(as_json.stdout.splitlines()[-2])["role"] == "assistant"
 
 
-def test_a_surrogate_pair_split_across_deltas_is_shown_joined_on_a_terminal(
+def test_a_surrogate_pair_split_across_deltas_is_shown_joinedon_a_terminal(
     tmp_path: Path, workspace: Path
 ) -> None:
     with FakeOpenAI([text_turn("ab\ud83d\ude00cd", pieces=2)]) as server:
-        screen = _on_a_terminal(["run", *model_args(server, workspace), "hi"], tmp_path, [], b"cd")
+        screen = on_a_terminal(["run", *model_args(server, workspace), "hi"], tmp_path, [], b"cd")
     assert "ab\U0001f600cd" in screen and "\ufffd" not in screen

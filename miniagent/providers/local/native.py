@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..._folders import own_folder
 from ...messages import ToolCall
 from ...model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
 from ...net.sse import SSEEvent
@@ -322,8 +323,7 @@ class LocalChatClient(HTTPClient):
 
 def _default_lock_path() -> Path | None:
     try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = own_folder(cache_dir())
     except OSError:
         return None
     return folder / "local-model.lock"

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from ..._folders import own_folder
 from ...model import ModelClient
 from ...process.groups import register_group, unregister_group
 from .http_clients import LocalAnthropicClient, LocalOpenAIClient
@@ -160,7 +161,7 @@ class LocalServer:
         self.n_ctx: int = n_ctx
         self.prompt_cache: Path | None = Path(prompt_cache) if prompt_cache is not None else None
         if self.prompt_cache is not None:
-            self.prompt_cache.mkdir(parents=True, exist_ok=True)
+            own_folder(self.prompt_cache)
         settings = {
             "model": str(self.model_path),
             "alias": self.alias,
