@@ -1,12 +1,16 @@
 """The runner of one command that leaves no descendant behind (started by ``process``; not an API).
 
-Usage: ``python -I -S _reaper.py GRACE -- PROGRAM ARG...``
+Usage: ``python -I -S _reaper.py GRACE PARENT -- PROGRAM ARG...`` (``PARENT``: the pid of the
+process that starts the runner)
 
 The runner makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), starts the
 program as its child and waits. A descendant whose parent exits is re-parented to the runner
 instead of init, whatever process group or session it moved to (``set -m; cmd &``, ``setsid``,
-a double-forking daemon), so every descendant stays in the runner's tree. When the program exits,
-or the runner receives SIGTERM, SIGINT or SIGHUP (the tool's stop), the runner:
+a double-forking daemon), so every descendant stays in the runner's tree. The runner also asks
+the kernel for SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``), and checks that
+``PARENT`` is still its parent right after, so a parent killed with SIGKILL leaves nothing behind.
+When the program exits, or the runner receives SIGTERM, SIGINT or SIGHUP (the tool's stop; its
+parent's death), the runner:
 
 1. sends SIGTERM to every live descendant, and waits up to GRACE seconds while reaping;
 2. sends SIGKILL to those still alive, repeatedly, until none is left (bounded: ``KILL_SECONDS``);
@@ -28,6 +32,7 @@ import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 KILL_SECONDS = 2.0
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -41,7 +46,8 @@ class Stop(Exception):
 
 
 def become_subreaper() -> None:
-    """Make this process a child subreaper (best effort: Linux only)."""
+    """Make this process a child subreaper that gets SIGTERM when its parent dies (best effort:
+    Linux only)."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):
@@ -49,6 +55,7 @@ def become_subreaper() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def descendants(root: int) -> list[int]:
@@ -149,11 +156,14 @@ def exit_like(status: int) -> None:
 def main(argv: list[str]) -> None:
     """Run the command of ``argv`` (module doc) and exit like it."""
     grace = float(argv[1])
-    command = argv[3:]
-    become_subreaper()
+    parent = int(argv[2])
+    command = argv[4:]
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stop)
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # no Stop inside the forked child
+    become_subreaper()
+    if os.getppid() != parent:  # the parent died before the kernel could be asked to tell us
+        os._exit(128 + signal.SIGTERM)
     pid = os.fork()
     if pid == 0:
         try:

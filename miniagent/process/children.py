@@ -111,10 +111,12 @@ def contained(argv: Sequence[str], grace: float = KILL_GRACE_SECONDS) -> list[st
     """``argv`` run through the reaper (``_reaper.py``): a child subreaper that, when the program
     ends or is stopped, stops every descendant -- also those that left the process group or the
     session (``set -m``, ``setsid``, daemons) -- SIGTERM, then SIGKILL after ``grace`` seconds.
+    The reaper does the same when this process dies, even by SIGKILL (it is told this process's
+    pid, and the kernel signals it when its parent goes: ``PR_SET_PDEATHSIG``).
     Unchanged when there is no interpreter path to run the reaper with."""
     if not sys.executable:
         return list(argv)
-    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", "--", *argv]
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(os.getpid()), "--", *argv]
 
 
 def start_child(
