@@ -652,6 +652,27 @@ def test_provider_fields_go_only_to_the_provider_that_sent_them() -> None:
         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}],
     }
     assert [b["type"] for b in build_messages(record)[1]["content"]] == ["tool_use"]  # nothing to Anthropic
+    signed = Message("assistant", "a", reasoning=(Reasoning("t", "sig", origin=gemini, data={"k": 1}),))
+    assert build_messages([Message("user", "q"), signed])[1]["content"] == [{"type": "text", "text": "a"}]
+
+
+def test_reasoning_details_pieces_merge_by_type_index_and_id() -> None:
+    from miniagent.providers._chat_reasoning import add_details
+
+    details: list[dict[str, Any]] = []
+    add_details(details, [{"type": "reasoning.text", "text": "a", "signature": None, "index": 0}])
+    add_details(details, [{"type": "reasoning.text", "text": "b", "index": 0}, "not a piece"])
+    add_details(details, [{"type": "reasoning.text", "text": "", "signature": "s1", "index": 0}])
+    add_details(details, [{"type": "reasoning.encrypted", "data": "d1", "id": "c1", "index": 0}])
+    add_details(details, [{"type": "reasoning.encrypted", "data": "d2", "id": "c2", "index": 0}])
+    add_details(details, [{"type": "reasoning.text", "text": "c", "index": 1}])
+    add_details(details, None)
+    assert details == [
+        {"type": "reasoning.text", "text": "ab", "signature": "s1", "index": 0},
+        {"type": "reasoning.encrypted", "data": "d1", "id": "c1", "index": 0},
+        {"type": "reasoning.encrypted", "data": "d2", "id": "c2", "index": 0},
+        {"type": "reasoning.text", "text": "c", "index": 1},
+    ]
 
 
 def test_reasoning_with_provider_fields_loads_and_old_lines_still_do(tmp_path: Path) -> None:

@@ -230,8 +230,9 @@ def build_messages(messages: Iterable[Message], wire_ids: WireIds | None = None)
       dropped, unanswered calls answered with an error result), and a call id the API would
       refuse (``fits_call_id``) is sent as its ``_history.short_id`` (``wire_ids``);
     - assistant reasoning blocks come first, in their order and unchanged: ``thinking`` (text and
-      ``signature``) or ``redacted_thinking`` (``data``); reasoning without a signature (from
-      another provider) cannot be verified by the API and is left out;
+      ``signature``) or ``redacted_thinking`` (``data``); reasoning without a signature, or with
+      another provider's fields (``Reasoning.data``), cannot be verified by the API and is left
+      out;
     - assistant text and calls become ``text`` and ``tool_use`` blocks; empty text makes no block;
     - tool results become ``tool_result`` blocks (``is_error`` when set) in a user message; the
       results of one assistant message share one user message and come before any user text
@@ -295,8 +296,9 @@ def _host(url: str) -> str:
 
 
 def _replayable(block: Reasoning) -> bool:
-    """Whether the API can take ``block`` back: it carries a signature or redacted data."""
-    return block.signature is not None or block.redacted_data is not None
+    """Whether the API can take ``block`` back: it carries a signature or redacted data, and no
+    other provider's fields (``Reasoning.data``: sent back only to the provider that made it)."""
+    return (block.signature is not None or block.redacted_data is not None) and block.data is None
 
 
 def _thinking_block(block: Reasoning) -> dict[str, Any]:
