@@ -9,10 +9,10 @@ value is supported."). OpenAI's API documents ``max_tokens`` as deprecated in fa
 
 The rule (``limit_field``, ``sends_temperature``):
 
-- the output limit goes as ``max_completion_tokens`` to OpenAI's own API (``api.openai.com``) and
-  Azure OpenAI (``*.openai.azure.com``, ``*.cognitiveservices.azure.com``,
-  ``*.services.ai.azure.com``) for every model, and to any server for a model named as an OpenAI
-  reasoning model (``o3-mini``, ``gpt-5.1``: a gateway that passes the request on to OpenAI);
+- the output limit goes as ``max_completion_tokens`` to OpenAI's own API (``api.openai.com``)
+  and Azure OpenAI (``*.openai.azure.com``, ``*.cognitiveservices.azure.com``) for every model,
+  and to any server for a model named as an OpenAI reasoning model (``o3-mini``, ``gpt-5.1``: a
+  gateway that passes the request on to OpenAI);
   everywhere else as ``max_tokens``, which DeepSeek, Ollama, OpenRouter, Gemini's
   OpenAI-compatible endpoint and every llama.cpp and vLLM release read (newer llama.cpp and vLLM
   read both; Ollama and DeepSeek only ``max_tokens``, and would silently ignore the other);
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 __all__ = ["is_openai_reasoning_model", "limit_field", "openai_host", "sends_temperature"]
 
 _REASONING_MODEL = re.compile(r"(?:o[134](?:-|$)|gpt-5(?![.\d]*-chat))", re.IGNORECASE)
-_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
 
 
 def openai_host(base_url: str) -> bool:
