@@ -73,11 +73,20 @@ class Reasoning:
             the API checks it when the block is sent back. ``None`` for other servers.
         redacted_data: the opaque ``data`` of an Anthropic ``redacted_thinking`` block (its
             ``text`` is then empty); ``None`` otherwise.
+        origin: who produced ``data``: the provider's wire format and server (e.g.
+            ``"chat-completions https://openrouter.ai/api/v1"``); ``None`` for a block without
+            provider-specific fields.
+        data: that provider's fields, a JSON object kept opaque (DESIGN.md "Round 3 contracts":
+            "sent back only to the provider that produced it"), e.g. the name of the field the
+            text came in, OpenRouter's ``reasoning_details``, Gemini's per-call
+            ``extra_content``; ``None`` when there are none. Never read by the loop.
     """
 
     text: str = ""
     signature: str | None = None
     redacted_data: str | None = None
+    origin: str | None = None
+    data: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -205,7 +214,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
 
     Shape: ``{"role", "content"}`` plus ``"tool_calls": [{"id", "name", "input"[, "input_error"]}]``
     for an assistant message with calls, ``"reasoning": [{["text"][, "signature"]
-    [, "redacted_data"]}]`` for one with reasoning (empty or ``None`` fields left out), and
+    [, "redacted_data"][, "origin", "data"]}]`` for one with reasoning (empty or ``None`` fields
+    left out), and
     ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
@@ -259,7 +269,7 @@ def message_from_json(data: Any) -> Message:
     """Build a ``Message`` from its JSON object (as ``message_to_json`` writes it).
 
     A line written before a field existed loads with that field's default (no ``reasoning``:
-    no reasoning blocks).
+    no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields).
 
     Raises:
         ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
@@ -304,6 +314,9 @@ def _reasoning_to_json(block: Reasoning) -> dict[str, Any]:
         data["signature"] = block.signature
     if block.redacted_data is not None:
         data["redacted_data"] = block.redacted_data
+    if block.data is not None:
+        data["origin"] = block.origin
+        data["data"] = block.data
     return data
 
 
@@ -317,7 +330,15 @@ def _reasoning_from_json(data: Any) -> Reasoning:
         raise ValueError("reasoning signature is not a string")
     if redacted is not None and type(redacted) is not str:
         raise ValueError("reasoning redacted_data is not a string")
-    return Reasoning(text, signature, redacted)
+    opaque = data.get("data")
+    if opaque is None:
+        return Reasoning(text, signature, redacted)
+    origin = data.get("origin")
+    if type(opaque) is not dict:
+        raise ValueError("reasoning data is not a JSON object")
+    if origin is not None and type(origin) is not str:
+        raise ValueError("reasoning origin is not a string")
+    return Reasoning(text, signature, redacted, origin, opaque)
 
 
 def _call_from_json(data: Any) -> ToolCall:

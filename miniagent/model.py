@@ -100,7 +100,9 @@ class ToolSpec:
     """What the model is told about a tool: its name, a description and a JSON Schema of its input.
 
     ``strict``: the schema is in OpenAI's strict-mode form (``@tool(strict=True)``) and providers
-    that can enforce it should (OpenAI-compatible: ``"strict": true`` on the function).
+    that can enforce it should (OpenAI-compatible: ``"strict": true`` on the function, when the
+    schema keeps every strict rule: ``output.strict_compatible``). Providers send the schema in
+    the form their API takes (``providers._schemas``); the loop checks inputs against this one.
     """
 
     name: str

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._strict import strict_problem
 from .messages import Message
 from .validation import check_value
 
@@ -137,53 +138,9 @@ class OutputSchema:
         )
 
 
-# OpenAI "Structured Outputs": the keywords strict mode supports (others are refused with a 400).
-_STRICT_KEYWORDS = frozenset(
-    (
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "anyOf",
-        "$ref",
-        "$defs",
-        "definitions",
-        "description",
-        "title",
-    )
-)
-
-
 def strict_compatible(schema: Any) -> bool:
-    """Whether OpenAI's strict mode accepts ``schema``: the root is an object; every object lists
-    all its properties in ``required`` and has ``additionalProperties: false``; only the keywords
-    strict mode supports appear."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return False
-    return _strict_node(schema)
-
-
-def _strict_node(node: Any) -> bool:
-    if not isinstance(node, dict) or not set(node) <= _STRICT_KEYWORDS:
-        return False
-    kind = node.get("type")
-    if kind == "object" or (isinstance(kind, list) and "object" in kind):
-        properties = node.get("properties", {})
-        if node.get("additionalProperties") is not False or not isinstance(properties, dict):
-            return False
-        if sorted(node.get("required", [])) != sorted(properties):
-            return False
-        if not all(_strict_node(p) for p in properties.values()):
-            return False
-    if "items" in node and not _strict_node(node["items"]):
-        return False
-    for key in ("anyOf",):
-        if key in node and not all(_strict_node(s) for s in node[key]):
-            return False
-    for key in ("$defs", "definitions"):
-        if key in node and not all(_strict_node(s) for s in node[key].values()):
-            return False
-    return True
+    """Whether OpenAI's strict mode accepts ``schema``: every rule of its "Supported schemas" holds
+    (``miniagent._strict.strict_problem`` lists and checks them: a root object, every object closed
+    with all its properties required, supported keywords only, a ``$ref`` without siblings, the
+    size limits...). A schema that breaks one is sent non-strict."""
+    return strict_problem(schema) is None

@@ -74,7 +74,8 @@ class Tool:
             for bugs (the loop then closes the calls and re-raises, spec "approval / execute throws").
         read_only: ``True`` when the tool changes nothing outside the process.
         strict: ``input_schema`` is in OpenAI's strict-mode form and providers that can enforce
-            it should (OpenAI-compatible: ``"strict": true`` on the function).
+            it should (OpenAI-compatible: ``"strict": true`` on the function, only when the schema
+            keeps every strict rule, ``output.strict_compatible``; else it goes non-strict).
     """
 
     name: str

@@ -34,8 +34,9 @@ from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
 from ._errors import cut_call_error, in_stream_error
-from ._history import pair_tool_messages
+from ._history import WireIds, pair_tool_messages
 from ._pricing import Pricer
+from ._schemas import anthropic_input_schema
 
 _ROW = provider("anthropic")
 
@@ -50,7 +51,7 @@ TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
 """Text of the user message put first when the history does not start with a user message
 (after trimming or a resume): the Messages API requires the first message to be a user turn."""
 
-_BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _CACHED: dict[str, Any] = {"cache_control": {"type": "ephemeral"}}
 
 
@@ -138,6 +139,7 @@ class AnthropicClient(HTTPClient):
         Raises:
             ProviderError: see ``Transport.stream`` and ``map_messages_stream``.
         """
+        ids = WireIds(fits_call_id)
         body = build_messages_body(
             self.model,
             # No native structured output here: the schema goes into the system prompt (the
@@ -149,8 +151,9 @@ class AnthropicClient(HTTPClient):
             temperature=self.temperature,
             extra_body=self.extra_body,
             prompt_cache=self.prompt_cache,
+            wire_ids=ids,
         )
-        return self._stream("/v1/messages", body, request, self._map)
+        return ids.mapped_back(self._stream("/v1/messages", body, request, self._map))
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
         """``map_messages_stream`` with this client's prices; its errors name this client's provider."""
@@ -173,12 +176,15 @@ def build_messages_body(
     temperature: float | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool = True,
+    wire_ids: WireIds | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a streaming Messages API request.
 
     Shape: ``{"model", "max_tokens", "messages", "stream": true[, "system"][, "tools"]}``, tools
-    as ``{"name", "description", "input_schema"}``. The messages are made valid for the API
-    (see ``build_messages``).
+    as ``{"name", "description", "input_schema"}``, the schema as the API takes it
+    (``_schemas.anthropic_input_schema``: an object root without ``anyOf``/``oneOf``/``allOf``).
+    The messages are made valid for the API (see ``build_messages``; ``wire_ids``: the id rule
+    of this request, default ``WireIds(fits_call_id)``).
 
     With ``prompt_cache`` (the default), ``cache_control: {"type": "ephemeral"}`` breakpoints
     mark the stable prefix (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
@@ -188,7 +194,7 @@ def build_messages_body(
     allowed. Everything before a breakpoint is built the same way every turn (tools in the
     given order, keys in a fixed order, no per-request values), so the prefix is byte-stable.
     """
-    wire = build_messages(messages)
+    wire = build_messages(messages, wire_ids)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
@@ -198,7 +204,11 @@ def build_messages_body(
     if system:
         body["system"] = [{"type": "text", "text": system, **_CACHED}] if prompt_cache else system
     specs = [
-        {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": anthropic_input_schema(spec.input_schema),
+        }
         for spec in tools
     ]
     if specs:
@@ -216,14 +226,16 @@ def build_messages_body(
     return body
 
 
-def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def build_messages(messages: Iterable[Message], wire_ids: WireIds | None = None) -> list[dict[str, Any]]:
     """Map the history to Messages API ``messages`` that the API accepts.
 
     - tool calls and results are paired first (``pair_tool_messages``: dangling results
-      dropped, unanswered calls answered with an error result);
+      dropped, unanswered calls answered with an error result), and a call id the API would
+      refuse (``fits_call_id``) is sent as its ``_history.short_id`` (``wire_ids``);
     - assistant reasoning blocks come first, in their order and unchanged: ``thinking`` (text and
-      ``signature``) or ``redacted_thinking`` (``data``); reasoning without a signature (from
-      another provider) cannot be verified by the API and is left out;
+      ``signature``) or ``redacted_thinking`` (``data``); reasoning without a signature, or with
+      another provider's fields (``Reasoning.data``), cannot be verified by the API and is left
+      out;
     - assistant text and calls become ``text`` and ``tool_use`` blocks; empty text makes no block;
     - tool results become ``tool_result`` blocks (``is_error`` when set) in a user message; the
       results of one assistant message share one user message and come before any user text
@@ -245,7 +257,8 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
         else:
             turns.append({"role": role, "content": blocks})
 
-    for message in pair_tool_messages(messages):
+    ids = wire_ids if wire_ids is not None else WireIds(fits_call_id)
+    for message in pair_tool_messages(messages, ids):
         if message.role == "user":
             if message.content.strip():
                 add("user", [{"type": "text", "text": message.content}])
@@ -254,14 +267,13 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
             if message.content.strip():
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(
-                {"type": "tool_use", "id": _wire_id(c.id), "name": c.name, "input": c.input}
-                for c in message.tool_calls
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input} for c in message.tool_calls
             )
             add("assistant", blocks)
         else:
             result: dict[str, Any] = {
                 "type": "tool_result",
-                "tool_use_id": _wire_id(message.tool_call_id or ""),
+                "tool_use_id": message.tool_call_id or "",
             }
             if message.content:
                 result["content"] = message.content
@@ -287,8 +299,9 @@ def _host(url: str) -> str:
 
 
 def _replayable(block: Reasoning) -> bool:
-    """Whether the API can take ``block`` back: it carries a signature or redacted data."""
-    return block.signature is not None or block.redacted_data is not None
+    """Whether the API can take ``block`` back: it carries a signature or redacted data, and no
+    other provider's fields (``Reasoning.data``: sent back only to the provider that made it)."""
+    return (block.signature is not None or block.redacted_data is not None) and block.data is None
 
 
 def _thinking_block(block: Reasoning) -> dict[str, Any]:
@@ -298,9 +311,9 @@ def _thinking_block(block: Reasoning) -> dict[str, Any]:
     return {"type": "thinking", "thinking": block.text, "signature": block.signature}
 
 
-def _wire_id(call_id: str) -> str:
-    """A tool id valid for the API (``^[a-zA-Z0-9_-]+$``), e.g. for ids from another provider."""
-    return _BAD_ID_CHARS.sub("_", call_id) or "call"
+def fits_call_id(call_id: str) -> bool:
+    """Whether the API takes ``call_id`` as a ``tool_use`` id as it is (``^[a-zA-Z0-9_-]+$``)."""
+    return _CALL_ID.fullmatch(call_id) is not None
 
 
 @dataclass

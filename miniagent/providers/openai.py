@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._catalogue import provider
+from .._log import Logger
 from .._text import SurrogateJoiner, join_surrogates
 from ..errors import ProviderError
-from ..messages import Message, Reasoning, ToolCall
+from ..messages import ToolCall
 from ..model import (
     DoneEvent,
     ModelEvent,
@@ -25,17 +26,18 @@ from ..model import (
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
-    ToolSpec,
     UsageEvent,
 )
 from ..net.sse import SSEEvent
-from ..output import strict_compatible
 from ..usage import Usage
+from ._chat_body import build_chat_body, fits_call_id
+from ._chat_params import limit_field, sends_temperature
+from ._chat_reasoning import TEXT_FIELDS, add_details, chat_origin, closing_block, text_block
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, parse_tool_input
 from ._errors import cut_call_error, in_stream_error
-from ._history import pair_tool_messages
+from ._history import WireIds
 from ._markup import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
 
@@ -46,6 +48,8 @@ __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 PROVIDER = "OpenAI"
 LIMIT_OPTION = "max_tokens"
 """What the error texts tell a user to raise when the output-token limit cut a tool call."""
+
+_log = Logger("miniagent.providers")
 
 
 class OpenAIChatClient(HTTPClient):
@@ -58,8 +62,11 @@ class OpenAIChatClient(HTTPClient):
             localhost/loopback needs none (and never gets the environment key).
         settings: the HTTP settings (``HTTPSettings``: read, connect and stream timeouts,
             retry policy, extra headers, extra body fields); default ``HTTPSettings()``.
-        temperature: sent when given.
-        max_tokens: sent as ``max_tokens`` when given (output token limit).
+        temperature: sent when given, unless the model accepts only the default (OpenAI's
+            reasoning models: ``_chat_params.sends_temperature``; a warning is logged).
+        max_tokens: the output token limit, when given; sent as ``max_completion_tokens`` to
+            OpenAI's and Azure's API and for OpenAI reasoning models, else as ``max_tokens``
+            (``_chat_params.limit_field``).
         tool_call_markup: also take Hermes ``<tool_call>{...}</tool_call>`` blocks that arrive
             in the text as tool calls (for servers whose tool-call parser misses some, like a
             small local model's; see ``map_chat_stream``). Default off.
@@ -100,6 +107,13 @@ class OpenAIChatClient(HTTPClient):
         self.tool_call_markup = tool_call_markup
         official = (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
         self._pricer = Pricer(model, "openai" if official else None, self.base_url, prices)
+        self._origin = chat_origin(self.base_url)
+        self._limit_field = limit_field(model, self.base_url)
+        if temperature is not None and not sends_temperature(model, self.base_url, temperature):
+            _log.warning(
+                "%s: temperature %s not sent: %s accepts only the default", self._provider, temperature, model
+            )
+            self.temperature = None
 
     def can_price(self) -> bool:
         """Whether the cost of this client's requests can be known (user prices, or a model the
@@ -128,6 +142,7 @@ class OpenAIChatClient(HTTPClient):
         Raises:
             ProviderError: see ``Transport.stream`` and ``map_chat_stream``.
         """
+        ids = WireIds(fits_call_id)
         body = build_chat_body(
             self.model,
             request.system,
@@ -137,8 +152,11 @@ class OpenAIChatClient(HTTPClient):
             max_tokens=self.max_tokens,
             extra_body=self.extra_body,
             output_schema=request.output_schema,
+            origin=self._origin,
+            wire_ids=ids,
+            limit_name=self._limit_field,
         )
-        return self._stream("/chat/completions", body, request, self._map)
+        return ids.mapped_back(self._stream("/chat/completions", body, request, self._map))
 
     def _map(self, events: Iterable[SSEEvent], *, secrets: tuple[str, ...] = ()) -> Iterator[ModelEvent]:
         """``map_chat_stream`` with this client's options; its errors name this client's provider."""
@@ -149,102 +167,8 @@ class OpenAIChatClient(HTTPClient):
             price=self._pricer.priced,
             provider=self._provider,
             limit_option=self._limit_option,
+            origin=self._origin,
         )
-
-
-def build_chat_body(
-    model: str,
-    system: str,
-    messages: Iterable[Message],
-    tools: Iterable[ToolSpec],
-    *,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON body of a streaming chat completions request.
-
-    Shape: ``{"model", "messages", "stream": true, "stream_options": {"include_usage": true}
-    [, "tools"][, "temperature"][, "max_tokens"]}`` (the usage chunk feeds ``UsageEvent``)
-    with ``messages`` = optional ``{"role": "system"}`` first, then ``user`` messages,
-    ``assistant`` messages (``content`` null when only calls, ``tool_calls`` of
-    ``{"id", "type": "function", "function": {"name", "arguments": JSON text}}``,
-    ``reasoning_content``: the text of the reasoning the message carried, when it carried any,
-    as DeepSeek, vLLM and llama.cpp take it back) and ``tool``
-    messages (``tool_call_id``, ``content``). Tool calls and results are paired first
-    (``pair_tool_messages``), so a trimmed history is still accepted. With ``output_schema``:
-    ``response_format`` (see ``response_format``).
-    """
-    wire: list[dict[str, Any]] = []
-    if system:
-        wire.append({"role": "system", "content": system})
-    for message in pair_tool_messages(messages):
-        if message.role == "user":
-            wire.append({"role": "user", "content": message.content})
-        elif message.role == "assistant":
-            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            thought = [r.text for r in message.reasoning if r.redacted_data is None]
-            if thought:
-                item["reasoning_content"] = "".join(thought)
-            if message.tool_calls:
-                item["tool_calls"] = [_wire_call(call) for call in message.tool_calls]
-            wire.append(item)
-        else:
-            wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": wire,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    specs = [{"type": "function", "function": _wire_function(spec)} for spec in tools]
-    if specs:
-        body["tools"] = specs
-    if temperature is not None:
-        body["temperature"] = temperature
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
-    if output_schema is not None:
-        body["response_format"] = response_format(output_schema)
-    if extra_body:
-        body.update(extra_body)
-    return body
-
-
-def response_format(schema: dict[str, Any]) -> dict[str, Any]:
-    """``response_format`` asking for a JSON answer valid against ``schema`` (OpenAI "Structured
-    Outputs"; llama.cpp's server turns it into a grammar): ``{"type": "json_schema",
-    "json_schema": {"name": "answer", "schema": ..., "strict": ...}}``, strict when OpenAI's
-    strict mode accepts the schema (``miniagent.output.strict_compatible``)."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "answer", "schema": schema, "strict": strict_compatible(schema)},
-    }
-
-
-def _wire_function(spec: ToolSpec) -> dict[str, Any]:
-    """A tool as a chat-completions function; ``"strict": true`` when the tool asks for it
-    (OpenAI "Structured Outputs": the arguments then always match the schema)."""
-    function: dict[str, Any] = {
-        "name": spec.name,
-        "description": spec.description,
-        "parameters": spec.input_schema,
-    }
-    if spec.strict:
-        function["strict"] = True
-    return function
-
-
-def _wire_call(call: ToolCall) -> dict[str, Any]:
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {
-            "name": call.name,
-            "arguments": json.dumps(call.input, ensure_ascii=False),
-        },
-    }
 
 
 @dataclass
@@ -255,6 +179,7 @@ class _PendingCall:
     id: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=list)
+    extra: dict[str, Any] | None = None  # Gemini's extra_content (thought signature), opaque
 
 
 class _Calls:
@@ -270,6 +195,8 @@ class _Calls:
         self.replaced: list[_PendingCall] = []  # older calls whose index got a new id
         self.stream_tag = uuid.uuid4().hex[:16]
         self.count = 0
+        self.emitted = 0  # calls handed out so far (their positions in the turn)
+        self.extras: dict[int, dict[str, Any]] = {}  # position in the turn -> extra_content
 
     def __bool__(self) -> bool:
         return bool(self.by_index or self.replaced)
@@ -292,6 +219,9 @@ class _Calls:
             self.count += 1
         if call_id and not current.id:
             current.id = call_id
+        extra = fragment.get("extra_content")
+        if isinstance(extra, dict):
+            current.extra = extra
         function = fragment.get("function")
         if isinstance(function, dict):
             name = function.get("name")
@@ -322,6 +252,7 @@ class _Calls:
         pending = self.replaced + [self.by_index[i] for i in sorted(self.by_index)]
         self.replaced = []
         self.by_index = {}
+        self._note_extras(pending)
         calls: list[ToolCall] = []
         for item in pending:
             arguments = "".join(item.parts)
@@ -331,10 +262,18 @@ class _Calls:
             calls.append(ToolCall(item.id or self._made_up_id(item.ordinal), item.name, tool_input, error))
         return calls
 
+    def _note_extras(self, pending: list[_PendingCall]) -> None:
+        """Keep the ``extra_content`` of the calls handed out now, by their position in the turn."""
+        for position, item in enumerate(pending, self.emitted):
+            if item.extra is not None:
+                self.extras[position] = item.extra
+        self.emitted += len(pending)
+
     def from_markup(self, body: str) -> ToolCall:
         """The call written in the body of a ``<tool_call>`` block of the text, with a made-up id."""
         name, tool_input, error = parse_tool_call_block(body)
         self.count += 1
+        self.emitted += 1
         return ToolCall(self._made_up_id(self.count - 1), name, tool_input, error)
 
     def _made_up_id(self, ordinal: int) -> str:
@@ -350,6 +289,7 @@ def map_chat_stream(
     price: Callable[[Usage], Usage] | None = None,
     provider: str = PROVIDER,
     limit_option: str = LIMIT_OPTION,
+    origin: str | None = None,
 ) -> Iterator[ModelEvent]:
     """Map chat-completion chunk events to model events.
 
@@ -364,14 +304,19 @@ def map_chat_stream(
             ``"local model"`` for the embedded server); default ``"OpenAI"``.
         limit_option: what the error of a cut call tells the user to raise (default
             ``"max_tokens"``; ``"--max-output-tokens"`` for the embedded server the CLI runs).
+        origin: the ``Reasoning.origin`` of the provider-specific fields kept
+            (``_chat_reasoning.chat_origin`` of the client's URL).
 
     Returns:
         A generator: a ``TextEvent`` per non-empty ``delta.content`` or ``delta.refusal`` (a
         refusal is the turn's text) of choice 0, a surrogate pair split across two deltas
         joined (``SurrogateJoiner``); a ``ReasoningEvent`` per run of
         ``delta.reasoning_content`` (DeepSeek, vLLM, llama.cpp) or ``delta.reasoning``
-        (OpenRouter) pieces, when the answer starts or the stream ends (a field present but
-        empty still counts: DeepSeek wants it back on a tool-call turn); the tool calls
+        (OpenRouter, newer vLLM) pieces, when the answer starts or the stream ends (a field
+        present but empty still counts: DeepSeek wants it back on a tool-call turn; the name it
+        came in is kept, ``_chat_reasoning.text_block``); one more ``ReasoningEvent`` at the
+        end when the turn had OpenRouter ``delta.reasoning_details`` or calls with Gemini's
+        ``extra_content`` (``_chat_reasoning.closing_block``); the tool calls
         (accumulated by ``index``; id and name may come only in the first fragment, the whole
         call in one chunk, arguments missing or ``""``) as ``ToolCallEvent``s when a
         ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; one
@@ -385,7 +330,7 @@ def map_chat_stream(
             that is not JSON; ``finish_reason: "length"`` while a call is cut; the stream ended
             with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
-    stream = _ChatStream(tool_call_markup, provider, limit_option)
+    stream = _ChatStream(tool_call_markup, provider, limit_option, origin)
     done = False
     for event in events:
         data = event.data
@@ -425,13 +370,20 @@ class _ChatStream:
     """
 
     def __init__(
-        self, tool_call_markup: bool, provider: str = PROVIDER, limit_option: str = LIMIT_OPTION
+        self,
+        tool_call_markup: bool,
+        provider: str = PROVIDER,
+        limit_option: str = LIMIT_OPTION,
+        origin: str | None = None,
     ) -> None:
         self.provider = provider
+        self.origin = origin
         self.calls = _Calls(provider, limit_option)
         self.joiner = SurrogateJoiner()
         self.markup = ToolCallMarkup() if tool_call_markup else None
         self.thought: list[str] | None = None  # the open reasoning block's pieces
+        self.thought_field = TEXT_FIELDS[0]  # the name its pieces came in
+        self.details: list[dict[str, Any]] = []  # OpenRouter's reasoning_details, merged
         self.usage: dict[str, Any] | None = None  # the last usage object
         self.timings: Any = None  # llama.cpp's timings next to it
         self.finish_reason: str | None = None
@@ -441,14 +393,17 @@ class _ChatStream:
 
         Returns a list, not a generator: this runs for every chunk, and nothing in it can raise.
         """
-        piece = delta.get("reasoning_content")
+        piece, name = delta.get("reasoning_content"), TEXT_FIELDS[0]
         if piece is None:
-            piece = delta.get("reasoning")
+            piece, name = delta.get("reasoning"), TEXT_FIELDS[1]
         if isinstance(piece, str):
             if self.thought is None:
-                self.thought = []
+                self.thought, self.thought_field = [], name
             if piece:
                 self.thought.append(piece)
+        details = delta.get("reasoning_details")
+        if details:
+            add_details(self.details, details)
         text = delta.get("content")
         if not text or not isinstance(text, str):
             text = delta.get("refusal")
@@ -482,9 +437,9 @@ class _ChatStream:
         """The open reasoning block as one ``ReasoningEvent`` (closed now), if one is open."""
         if self.thought is None:
             return []
-        event = _reasoning_event(self.thought)
+        text = join_surrogates("".join(self.thought))
         self.thought = None
-        return [event]
+        return [ReasoningEvent(text_block(text, self.thought_field, self.origin))]
 
     def end(self, done: bool, price: Callable[[Usage], Usage] | None) -> Iterator[ModelEvent]:
         """The end of the stream: what is still held, the calls, the usage, then ``DoneEvent``."""
@@ -505,6 +460,9 @@ class _ChatStream:
             yield TextEvent(held)
         for call in self.calls.take(self.finish_reason):
             yield ToolCallEvent(call)
+        closing = closing_block(self.details, self.calls.extras, self.origin)
+        if closing is not None:
+            yield ReasoningEvent(closing)
         if self.usage is not None:
             used = chat_usage(self.usage, self.timings)
             yield UsageEvent(price(used) if price is not None else used)
@@ -524,10 +482,6 @@ def chat_usage(data: Mapping[str, Any], timings: Any = None) -> Usage:
     if not cached and isinstance(timings, dict):
         cached = count(timings.get("cache_n"))
     return Usage(prompt, count(data.get("completion_tokens")), min(cached, prompt), 0, 1)
-
-
-def _reasoning_event(pieces: list[str]) -> ReasoningEvent:
-    return ReasoningEvent(Reasoning(join_surrogates("".join(pieces))))
 
 
 def _markup_events(split: tuple[str, list[str]], calls: _Calls) -> Iterator[ModelEvent]:

@@ -277,7 +277,10 @@ def test_openrouter_reasoning_field() -> None:
         outcome = run(client.stream(request()))
         client.close()  # type: ignore[attr-defined]
     assert [e.reasoning for e in outcome.events if isinstance(e, ReasoningEvent)] == [
-        Reasoning("Two plus two is four.")
+        # the name it came in is kept, to send it back so (tests/test_wire_requests.py, kind 5)
+        Reasoning(
+            "Two plus two is four.", origin=f"chat-completions {server.url}/v1", data={"field": "reasoning"}
+        )
     ]
     assert outcome.text == "2 + 2 = 4."
     # the reasoning event comes before the text it preceded
