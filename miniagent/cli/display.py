@@ -5,7 +5,8 @@ Modes:
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
-  and ``"cost_usd"`` when the provider reported usage). Notes are not printed.
+  and ``"cost_usd"`` when the provider reported usage for a request: ``unreported_requests``
+  says how many came without). Notes are not printed.
 - ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer as one
   JSON line; with no valid answer, the last validation error goes to stderr.
 - ``TerminalDisplay`` (stdout is a terminal): the assistant's text is streamed as it arrives,
@@ -193,7 +194,8 @@ class JsonDisplay(Display):
     def finish_run(self, stop_reason: StopReason | None, exit_code: int) -> None:
         result: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
         usage = self.run_usage
-        if usage is not None and usage.requests:  # present when the provider reported usage
+        if usage is not None and usage.requests > getattr(usage, "unreported_requests", 0):
+            # present when the provider reported usage for a request
             result["usage"] = usage.to_json()
             result["cost_usd"] = usage.cost_usd
         self._result_line(result)
@@ -308,13 +310,20 @@ def _encodable(text: str, stream: IO[str]) -> str:
 
 def usage_line(usage: Any) -> str:
     """``miniagent: 1,234 tokens in (80% cached), 56 out, 2 requests, $0.0012`` for a ``Usage``
-    (the cost only when known); ``""`` when there is none or no request reported any."""
+    (the cost only when known; requests without usage said so, never shown as zero tokens);
+    ``""`` when there is none or no request was made."""
     if usage is None or not usage.requests:
         return ""
+    requests = f"{usage.requests} request{'' if usage.requests == 1 else 's'}"
+    unreported = getattr(usage, "unreported_requests", 0)
+    if unreported == usage.requests:
+        return f"miniagent: {requests}, usage not reported by the server"
     text = f"miniagent: {usage.input_tokens:,} tokens in"
     if usage.input_tokens and usage.cache_read_tokens:
         text += f" ({100 * usage.cache_read_tokens // usage.input_tokens}% cached)"
-    text += f", {usage.output_tokens:,} out, {usage.requests} request{'' if usage.requests == 1 else 's'}"
+    text += f", {usage.output_tokens:,} out, {requests}"
+    if unreported:
+        text += f" ({unreported} without usage reported: at least these tokens)"
     if usage.cost_usd is not None:
         text += f", ${usage.cost_usd:.4f}"
     return text

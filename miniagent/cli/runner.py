@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._text import shorten
 from ..agent import StopReason, exit_code_for_stop_reason, run_agent
 from ..approval import TerminalApproval
-from ..errors import MiniagentError, ProviderError, SessionError
+from ..errors import IncompleteResponseError, MiniagentError, SessionError
 from ..messages import Message, ToolCall
-from ..model import DoneEvent, ModelEvent
 from ..tools import Approval, BeforeToolCall, Tool
 from .checks import UsageProblem, tool_output_chars
 from .defaults import (
@@ -52,11 +52,7 @@ if TYPE_CHECKING:
     from ..model import ModelClient
     from ..session import SessionStore
 
-__all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text"]
-
-CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
-"""Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
-``max_tokens``)."""
+__all__ = ["CLOSE_WAIT_SECONDS", "Outcome", "Runner", "TimedOut", "error_text", "incomplete_text"]
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
@@ -104,6 +100,30 @@ def error_text(error: BaseException) -> str:
     if isinstance(error, MiniagentError | OSError):
         return str(error) or type(error).__name__
     return f"{type(error).__name__}: {error}"
+
+
+def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | None) -> str:
+    """The text after ``miniagent: error:`` for an answer that ended unnaturally: the reason, the
+    provider's word and what to change (``--max-output-tokens``, ``--context-max-chars``); a
+    refusal shows the start of its explanation. ``max_output_tokens``: the limit the run used."""
+    said = f"stop reason {error.detail!r}" if error.detail else "no stop reason"
+    if error.reason == "max_output_tokens":
+        limit = f"{max_output_tokens:,} tokens, " if max_output_tokens else ""
+        return (
+            f"the model's answer was cut at the output-token limit ({limit}{said}); "
+            "raise it with --max-output-tokens"
+        )
+    if error.reason == "context_window":
+        return (
+            f"the model's answer was cut: its context window is full ({said}); send less of the "
+            "history with --context-max-chars N"
+        )
+    if error.reason == "content_filter":
+        return f"the provider's content filter stopped the model's answer ({said}); rephrase the request"
+    if error.reason == "refusal":
+        why = f": {shorten(' '.join(error.text.split()), 200)}" if error.text.strip() else ""
+        return f"the model refused to answer ({said}){why}"
+    return f"the provider ended the model's answer with an error ({said}); try again later"
 
 
 class Runner:
@@ -393,16 +413,9 @@ class Runner:
         return timer
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> StopReason:
-        """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
-        (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
+        """Run the agent; an answer that ended unnaturally raises ``IncompleteResponseError``
+        from the loop (nothing of it committed; ``fail`` words it)."""
         assert self.client is not None
-        finish: list[str | None] = [None]  # the finish reason of the last streamed reply
-
-        def on_event(event: ModelEvent) -> None:
-            if isinstance(event, DoneEvent):
-                finish[0] = event.stop_reason
-            self.display.on_event(event)
-
         result = run_agent(
             client=self.client,
             system=self.system,
@@ -413,20 +426,13 @@ class Runner:
             before_tool_call=self._before_tool_call,
             session=self.store,
             context_max_chars=self.options.context_max_chars,
-            on_event=on_event,
+            on_event=self.display.on_event,
             on_message=self.display.on_message,
             max_total_tokens=self.options.max_total_tokens,
             max_cost_usd=self.options.max_cost,
             output_schema=self.output_schema,
         )
         self.display.run_usage = getattr(result, "usage", None)
-        if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
-            limit = self.options.max_output_tokens
-            raise ProviderError(
-                f"the model's answer was cut at the output-token limit ({limit:,} tokens, stop reason "
-                f"{finish[0]!r}); raise it with --max-output-tokens",
-                kind="max_output_tokens",
-            )
         return result.stop_reason
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
@@ -491,7 +497,10 @@ class Runner:
             return EXIT_TIMEOUT
         if self.options.debug:
             traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        self.display.error(error_text(error) + self._recovery_hint(error))
+        if isinstance(error, IncompleteResponseError):
+            self.display.error(incomplete_text(error, self.options.max_output_tokens))
+        else:
+            self.display.error(error_text(error) + self._recovery_hint(error))
         return EXIT_ERROR
 
     def _recovery_hint(self, error: BaseException) -> str:
