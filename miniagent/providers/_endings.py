@@ -5,8 +5,9 @@ each API's documentation: OpenAI-compatible ``finish_reason`` (OpenAI ``stop``, 
 ``tool_calls``, ``content_filter``, ``function_call``; OpenRouter and Mistral ``error``; Mistral
 ``model_length``; Together ``eos``; Text Generation Inference ``eos_token`` and
 ``stop_sequence``), Anthropic ``stop_reason`` (``end_turn``, ``stop_sequence``, ``tool_use``,
-``max_tokens``, ``model_context_window_exceeded``, ``refusal``, ``pause_turn``) and llama.cpp's
-``/completion`` ``stop_type`` (``eos``, ``word``, ``limit``).
+``max_tokens``, ``model_context_window_exceeded``, ``refusal``; ``pause_turn``, which only server
+tools cause and miniagent sends none, is unknown here) and llama.cpp's ``/completion``
+``stop_type`` (``eos``, ``word``, ``limit``).
 
 Invariants:
 
@@ -23,8 +24,9 @@ Invariants:
 from __future__ import annotations
 
 from ..errors import IncompleteReason
+from ..messages import ToolCall
 
-__all__ = ["NATURAL_ENDINGS", "UNNATURAL_ENDINGS", "cut_call_problem", "turn_ending"]
+__all__ = ["NATURAL_ENDINGS", "UNNATURAL_ENDINGS", "cut_call", "cut_call_problem", "turn_ending"]
 
 NATURAL_ENDINGS = frozenset(
     (
@@ -93,3 +95,11 @@ def cut_call_problem(reason: IncompleteReason, stop_reason: str | None) -> str:
         f"the arguments were cut off when the answer ended{said} before they were complete, "
         "so the call was not run"
     )
+
+
+def cut_call(call_id: str, name: str, reason: IncompleteReason, stop_reason: str | None) -> ToolCall | None:
+    """The call whose arguments the end of the turn cut: its id and name, no input and the input
+    error ``cut_call_problem`` (so it never runs); ``None`` when not even its name arrived."""
+    if not name:
+        return None
+    return ToolCall(call_id, name, {}, cut_call_problem(reason, stop_reason))

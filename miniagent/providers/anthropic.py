@@ -32,7 +32,7 @@ from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
-from ._endings import cut_call_problem, turn_ending
+from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
 from ._pricing import Pricer
@@ -326,8 +326,7 @@ class _ToolBlock:
         return bool(arguments.strip()) and parse_tool_input(arguments)[1] is None
 
     def cut(self) -> bool:
-        """Whether a turn that ended unnaturally cut the arguments: broken JSON, or none at all
-        (no deltas and an empty start ``input``)."""
+        """Whether the arguments look cut: broken JSON, or none (no deltas, empty start input)."""
         arguments = "".join(self.parts)
         if not arguments.strip():
             return not self.initial
@@ -484,10 +483,8 @@ class _MessageStream:
         raise in_stream_error(self.provider, data, self.secrets)
 
     def finish(self, stopped: bool) -> Iterator[ModelEvent]:
-        """The thinking blocks and calls still pending, in order, then ``DoneEvent`` with how
-        the turn ended; ``stopped``: ``message_stop`` was seen. A call that a turn ending
-        unnaturally cut (``_ToolBlock.cut``) is emitted with the input error
-        ``cut_call_problem``, or dropped when it has no name.
+        """The thinking blocks and calls still pending, in order (``pending_call``), then
+        ``DoneEvent`` with how the turn ended; ``stopped``: ``message_stop`` was seen.
 
         Raises:
             ProviderError: no ``message_stop`` and no stop reason (retryable); usage counts
@@ -515,23 +512,17 @@ class _MessageStream:
         yield DoneEvent(self.stop_reason, incomplete)
 
     def pending_call(self, block: _ToolBlock, incomplete: IncompleteReason | None) -> ToolCall | None:
-        """The call of a block that waited for the stop reason: whole, cut, or none (cut
-        before its name arrived)."""
+        """The call of a block that waited for the stop reason: whole, or cut (``cut_call``)."""
         if incomplete is None or not block.cut():
             return block.call()
-        if not block.name:
-            return None
-        return ToolCall(block.id, block.name, {}, cut_call_problem(incomplete, self.stop_reason))
+        return cut_call(block.id, block.name, incomplete, self.stop_reason)
 
 
 def messages_usage(data: Mapping[str, Any], provider: str = PROVIDER) -> Usage:
     """A Messages API ``usage`` object as a ``Usage`` of one request: ``input_tokens`` is the sum
     of the API's ``input_tokens`` (the uncached part), ``cache_creation_input_tokens`` and
-    ``cache_read_input_tokens`` (DESIGN.md: cached tokens count as input).
-
-    Raises:
-        ProviderError: a count that is not a token count (``_decode.count``); the text starts
-            with ``provider``.
+    ``cache_read_input_tokens`` (DESIGN.md: cached tokens count as input). A count that is not
+    a token count raises ``ProviderError`` (``_decode.count``), its text starting with ``provider``.
     """
     fresh = count(data.get("input_tokens"), "input_tokens", provider)
     written = count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens", provider)
@@ -574,9 +565,8 @@ def map_messages_stream(
         ``max_tokens`` is never emitted whole: it comes with an input error saying it was cut,
         ``cut_call_problem``, and never runs); one ``UsageEvent`` (``messages_usage`` of the usage in
         ``message_start`` and ``message_delta``) when the server sent any; then
-        ``DoneEvent(stop_reason, incomplete)`` (``_endings.turn_ending``: ``"max_tokens"`` is
-        ``"max_output_tokens"``, ``"model_context_window_exceeded"`` ``"context_window"``,
-        ``"refusal"`` ``"refusal"``). ``ping`` and unknown event types are ignored. A cut after
+        ``DoneEvent(stop_reason, incomplete)`` (``_endings.turn_ending``, e.g. ``"max_tokens"``:
+        ``"max_output_tokens"``). ``ping`` and unknown event types are ignored. A cut after
         ``message_delta`` (stop reason known) but before ``message_stop`` counts as complete.
 
     Raises:

@@ -33,7 +33,7 @@ from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, parse_tool_input
-from ._endings import cut_call_problem, turn_ending
+from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import pair_tool_messages
 from ._markup import ToolCallMarkup, parse_tool_call_block
@@ -305,8 +305,7 @@ class _Calls:
         """Finish every pending call, in order, and forget them.
 
         A turn that ended unnaturally (``incomplete``, from ``finish_reason``) cut the calls whose
-        arguments are empty or not valid JSON: each keeps its id and name with the input error
-        ``cut_call_problem`` (a truncated call must never run), or is dropped without a name.
+        arguments are empty or not valid JSON: each becomes ``cut_call`` (it must never run).
         """
         pending = self.replaced + [self.by_index[i] for i in sorted(self.by_index)]
         self.replaced = []
@@ -317,9 +316,9 @@ class _Calls:
             tool_input, error = parse_tool_input(arguments)
             call_id = item.id or self._made_up_id(item.ordinal)
             if incomplete is not None and (error is not None or not arguments.strip()):
-                if item.name:
-                    problem = cut_call_problem(incomplete, finish_reason)
-                    calls.append(ToolCall(call_id, item.name, {}, problem))
+                cut = cut_call(call_id, item.name, incomplete, finish_reason)
+                if cut is not None:
+                    calls.append(cut)
                 continue
             calls.append(ToolCall(call_id, item.name, tool_input, error))
         return calls

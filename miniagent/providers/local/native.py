@@ -52,7 +52,7 @@ from .._client import HTTPClient
 from .._config import HTTPSettings
 from .._decode import count as token_count
 from .._decode import load_event_json, parse_tool_input
-from .._endings import cut_call_problem
+from .._endings import cut_call
 from .._errors import in_stream_error
 from .grammar import turn_grammar
 from .model_file import DEFAULT_MAX_OUTPUT_TOKENS, LocalModelError, cache_dir
@@ -403,19 +403,16 @@ def _usage(stats: dict[str, Any]) -> Usage:
 
 def _reply_call(text: str, stop_type: str | None) -> ToolCall | None:
     """The call of a ``<tool_call>`` reply; one the output-token limit cut (``stop_type``
-    ``"limit"`` and no whole JSON) keeps only its name, with the input error
-    ``cut_call_problem``, and is ``None`` when even the name was cut."""
+    ``"limit"`` and no whole JSON) is ``cut_call`` of its id and name (``None`` without a name)."""
     call = _parse_call(text)
     if stop_type != "limit" or call.input_error is None:
         return call
     found = _CALL_NAME.search(text)
-    if found is None:
-        return None
     try:
-        name = json.loads(found.group(1))
+        name = json.loads(found.group(1)) if found is not None else ""
     except ValueError:
-        return None
-    return ToolCall(call.id, name, {}, cut_call_problem("max_output_tokens", stop_type))
+        name = ""
+    return cut_call(call.id, name, "max_output_tokens", stop_type)
 
 
 def _parse_call(text: str) -> ToolCall:
