@@ -21,7 +21,12 @@ decides when to stop. Invariants, each tested:
   so every result pairs with one call.
 - A turn's reasoning blocks are committed with its text and calls, never on their own; every
   ``UsageEvent`` is added to ``RunResult.usage`` as it arrives (the tokens were spent, even
-  when the turn is then dropped).
+  when the turn is then dropped); a request whose stream brought none still counts, as a
+  request whose usage is unknown (``Tally.add_unreported``), never as a free one.
+- A cut or failed answer is never complete (DESIGN.md "Round 3 contracts"): a turn whose
+  ``DoneEvent`` says it ended unnaturally (``DoneEvent.incomplete``) and that holds no tool
+  call raises ``IncompleteResponseError`` after checkpoint 2, nothing of it committed; with tool
+  calls it is committed (a cut call carries an input error, so its result says it was cut).
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._log import INFO, Logger
 from .budget import Budget, Tally
 from .context import MessageWindow, Trimmer
-from .errors import EmptyResponseError
+from .errors import EmptyResponseError, IncompleteResponseError
 from .messages import MISSING_RESULT, Message, Reasoning, ToolCall, unique_call_id
 from .model import (
+    DoneEvent,
     ModelClient,
     ModelEvent,
     ModelRequest,
@@ -86,8 +92,8 @@ _EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "max_budget": 3, "
 @dataclass(slots=True)
 class RunResult:
     """What a run returns: the whole record (restored history included), why it stopped, and
-    what this run's model requests used (the sum of their ``UsageEvent``s; ``Usage()`` when the
-    client reports none).
+    what this run's model requests used (the sum of their ``UsageEvent``s; a request that
+    reported none counts in ``requests`` and ``unreported_requests``, its cost unknown).
 
     ``output``: with ``run_agent(output_schema=...)`` and stop reason ``complete``, the final
     answer decoded from JSON (converted to the type when the schema was given as a type);
@@ -186,7 +192,8 @@ def run_agent(
             from this one's record (a ``JSONLSession`` does not read its file again).
         max_total_tokens: stop with ``max_budget`` before a request once this run's
             ``usage.input_tokens + usage.output_tokens`` has reached it (an int >= 0); ``None``:
-            no limit. Counts what the client reports in ``UsageEvent``s.
+            no limit. Counts what the client reports in ``UsageEvent``s; a request that reported
+            none makes the next check raise ``ValueError`` (its usage is unknown, never zero).
         max_cost_usd: the same for ``usage.cost_usd`` (US dollars, a finite number >= 0). A cost
             that cannot be known is never taken as zero: ``ValueError`` before anything is
             written when the client says up front it cannot price its model
@@ -204,15 +211,20 @@ def run_agent(
         ``output_schema``).
 
     Raises:
-        EmptyResponseError: a turn ended with neither text nor calls (nothing committed).
+        EmptyResponseError: a turn ended naturally with neither text nor calls (nothing
+            committed).
+        IncompleteResponseError: a turn without calls ended other than naturally: cut by the
+            output-token limit or the context window, stopped by a content filter, refused, or
+            ended by a provider error (``.reason``, ``.detail``, ``.text``; nothing committed).
         SessionError: the session has a bad line or is locked by another run.
         TypeError: ``session`` is not a ``SessionStore``, or ``output_schema`` is neither a dict
             nor a type with a JSON Schema form.
         ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, both
             ``session`` and ``session_path`` (or ``session_fsync``) given, a bad
             ``max_total_tokens`` / ``max_cost_usd``, a cost budget the client cannot price, a
-            context budget < 1, a ``user`` message larger than the context budget (raised before
-            anything is written), or, later, a newest unit larger than the context budget).
+            budget whose requests came without usage, a context budget < 1, a ``user`` message
+            larger than the context budget (raised before anything is written), or, later, a
+            newest unit larger than the context budget).
         OSError: appending to the session failed.
         Exception: whatever the model client, the approval hook or a tool raised, the original
             object, after the current and remaining calls were closed.
@@ -305,11 +317,11 @@ class _Loop:
                     return self.stop("max_budget")
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
                 started = self.log_request(turn, window) if self.logging else 0.0
-                text, calls, reasoning = self.stream_turn(window)
+                text, calls, reasoning, ending = self.stream_turn(window)
                 if self.logging:
                     self.log_request_done(turn, started, text, calls)
-                if not text and not calls:
-                    raise EmptyResponseError()
+                if not calls:
+                    _check_answer(text, ending)
                 self.record(Message("assistant", text, tuple(calls), reasoning=reasoning))
                 if not calls:
                     if self.output is None:
@@ -324,8 +336,12 @@ class _Loop:
             return self.stop("aborted")
         return self.stop("max_turns")
 
-    def stream_turn(self, window: MessageWindow) -> tuple[str, list[ToolCall], tuple[Reasoning, ...]]:
-        """Stream one turn into locals (text, calls, reasoning); nothing is committed here.
+    def stream_turn(
+        self, window: MessageWindow
+    ) -> tuple[str, list[ToolCall], tuple[Reasoning, ...], DoneEvent | None]:
+        """Stream one turn into locals (text, calls, reasoning, and the ``DoneEvent`` that said
+        the turn was incomplete, if one did); nothing is committed here. The request counts in
+        ``usage`` as unreported when no ``UsageEvent`` came and the stream ended or sent events.
 
         Raises ``_Aborted`` when cancelled during the stream or at checkpoint 2; other exceptions
         of the client propagate unless the run was cancelled meanwhile.
@@ -335,11 +351,14 @@ class _Loop:
         parts: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[Reasoning] = []
+        ending: DoneEvent | None = None
         events: Iterator[ModelEvent] | None = None
         cancel, on_event = self.cancel, self.on_event  # read once per turn, not per event
+        reported = sent = False  # a UsageEvent came; the request got an answer (an event, or its end)
         try:
             events = iter(self.client.stream(request))
             for event in events:
+                sent = True
                 if cancel is not None and cancel.is_set():
                     raise _Aborted
                 if isinstance(event, TextEvent):
@@ -349,19 +368,25 @@ class _Loop:
                     calls.append(event.call)
                 elif isinstance(event, UsageEvent):
                     self.usage.add(event.usage)
+                    reported = True
                 elif isinstance(event, ReasoningEvent):
                     reasoning.append(event.reasoning)
+                elif isinstance(event, DoneEvent) and event.incomplete is not None:
+                    ending = event
                 if on_event is not None:
                     on_event(event)
+            sent = True
         except Exception:
             if self.cancelled():
                 raise _Aborted from None
             raise
         finally:
             _close(events)
+            if sent and not reported:
+                self.usage.add_unreported()
         if self.cancelled():  # checkpoint 2: a stream that ignored the cancel commits nothing
             raise _Aborted
-        return "".join(parts), calls, tuple(reasoning)
+        return "".join(parts), calls, tuple(reasoning), ending
 
     def unique_call(self, event: ToolCallEvent) -> ToolCallEvent:
         """``event`` with its call id made unique within the record (``unique_call_id``)."""
@@ -513,6 +538,19 @@ class _Loop:
     def stop(self, reason: StopReason, output: Any = None) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
         return RunResult(self.messages, reason, self.usage.total(), output)
+
+
+def _check_answer(text: str, ending: DoneEvent | None) -> None:
+    """A turn without calls is an answer only when it ended naturally and holds text.
+
+    Raises:
+        IncompleteResponseError: the turn ended unnaturally (``ending``), with its text.
+        EmptyResponseError: it ended naturally with no text.
+    """
+    if ending is not None and ending.incomplete is not None:
+        raise IncompleteResponseError(ending.incomplete, ending.stop_reason or "", text)
+    if not text:
+        raise EmptyResponseError()
 
 
 class _Aborted(Exception):

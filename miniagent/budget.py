@@ -8,6 +8,9 @@ Invariants:
 - An unknown cost is never counted as zero: a cost limit with a client that says it cannot
   price its model is refused before anything is written (``Budget.checked``), and a request
   that came without a cost makes ``reached`` raise.
+- Unknown usage is never counted as zero either: a request whose stream brought no
+  ``UsageEvent`` still counts as a request (``Tally.add_unreported``), and with either limit set
+  makes ``reached`` raise (the server never said what it used).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from .model import ModelClient
 from .usage import Usage
 
-__all__ = ["UNPRICED", "Budget", "Tally"]
+__all__ = ["NO_USAGE", "UNPRICED", "Budget", "Tally"]
 
 UNPRICED = (
     "max_cost_usd needs the cost of each request, but the client cannot price its model: pass "
@@ -26,6 +29,14 @@ UNPRICED = (
     "install the price table with pip install 'miniagent[cost]'"
 )
 """The text of the ``ValueError`` for a cost limit whose cost cannot be known."""
+
+NO_USAGE = (
+    "the budget (max_total_tokens / max_cost_usd) needs each request's usage, but the server "
+    "reported none for {count} of this run's requests, so what they used is unknown (an "
+    "OpenAI-compatible server sends it when asked with stream_options.include_usage; use a "
+    "server that does, or run without the budget)"
+)
+"""The text of the ``ValueError`` for a budget whose requests came without usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +71,13 @@ class Budget:
         """Whether ``usage`` (this run's so far) has reached a limit.
 
         Raises:
-            ValueError: a cost limit, and requests were made whose cost is unknown.
+            ValueError: requests were made whose usage the server did not report (``NO_USAGE``),
+                or a cost limit and requests were made whose cost is unknown (``UNPRICED``).
         """
         if self.max_total_tokens is not None and usage.input + usage.output >= self.max_total_tokens:
-            return True
+            return True  # the reported tokens alone reach it
+        if usage.unreported:
+            raise ValueError(NO_USAGE.format(count=usage.unreported))
         if self.max_cost_usd is None:
             return False
         if usage.unpriced:
@@ -75,10 +89,21 @@ class Tally:
     """This run's usage as running sums: ``Usage`` addition without a new object per request
     (the loop adds one per turn). ``total()`` is the ``Usage`` that summing the events gives."""
 
-    __slots__ = ("cache_read", "cache_write", "cost", "input", "output", "priced", "requests", "unpriced")
+    __slots__ = (
+        "cache_read",
+        "cache_write",
+        "cost",
+        "input",
+        "output",
+        "priced",
+        "requests",
+        "unpriced",
+        "unreported",
+    )
 
     def __init__(self) -> None:
         self.input = self.output = self.cache_read = self.cache_write = self.requests = 0
+        self.unreported = 0  # requests whose usage never came
         self.cost = 0.0
         self.priced = False  # some usage came with a cost
         self.unpriced = False  # some request came without one: the total cost is unknown
@@ -90,13 +115,22 @@ class Tally:
         self.cache_read += usage.cache_read_tokens
         self.cache_write += usage.cache_write_tokens
         self.requests += usage.requests
+        self.unreported += usage.unreported_requests
         if usage.cost_usd is not None:
             self.cost += usage.cost_usd
             self.priced = True
         elif usage.requests:
             self.unpriced = True
 
+    def add_unreported(self) -> None:
+        """Count one request whose stream brought no usage: a request, tokens unknown, cost unknown."""
+        self.requests += 1
+        self.unreported += 1
+        self.unpriced = True
+
     def total(self) -> Usage:
         """The sum as a ``Usage`` (cost ``None`` when unknown or never reported)."""
         cost = self.cost if self.priced and not self.unpriced else None
-        return Usage(self.input, self.output, self.cache_read, self.cache_write, self.requests, cost)
+        return Usage(
+            self.input, self.output, self.cache_read, self.cache_write, self.requests, cost, self.unreported
+        )

@@ -10,6 +10,10 @@ The whole tree (every public error; where it is raised)::
     ├── MiniagentError                      miniagent.errors (also ``from miniagent import``)
     │   ├── EmptyResponseError              run_agent: a turn ended with neither text nor calls
     │   │                                   (nothing of the turn committed)
+    │   ├── IncompleteResponseError         run_agent: a turn without tool calls ended other
+    │   │                                   than naturally (output limit, context window,
+    │   │                                   content filter, refusal, provider error): ``reason``,
+    │   │                                   ``detail``, ``text`` (nothing of the turn committed)
     │   ├── SessionError                    session stores (miniagent.session, miniagent.stores:
     │   │                                   JSONL, SQLite, Redis): a bad line or record, a
     │   │                                   session locked by another writer (or a lost lease),
@@ -46,9 +50,32 @@ whole; equality and hashing compare those values.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["MiniagentError", "EmptyResponseError", "SessionError", "ProviderError"]
+__all__ = [
+    "INCOMPLETE_REASONS",
+    "MiniagentError",
+    "EmptyResponseError",
+    "IncompleteReason",
+    "IncompleteResponseError",
+    "SessionError",
+    "ProviderError",
+]
+
+IncompleteReason = Literal[
+    "max_output_tokens", "context_window", "content_filter", "refusal", "provider_error"
+]
+"""Why a turn ended other than naturally (DESIGN.md "Round 3 contracts"): the output-token limit,
+the context window, the provider's content filter, the model's refusal, or an error of the
+provider."""
+
+INCOMPLETE_REASONS: tuple[IncompleteReason, ...] = (
+    "max_output_tokens",
+    "context_window",
+    "content_filter",
+    "refusal",
+    "provider_error",
+)
 
 
 class MiniagentError(Exception):
@@ -82,6 +109,44 @@ class EmptyResponseError(MiniagentError):
 
     def __init__(self, message: str = "model completed without text or tool calls") -> None:
         super().__init__(message)
+
+
+_INCOMPLETE_TEXTS: dict[str, str] = {
+    "max_output_tokens": "the model's answer was cut at the output token limit",
+    "context_window": "the model's answer was cut: the context window is full",
+    "content_filter": "the model's answer was stopped by the provider's content filter",
+    "refusal": "the model refused to answer",
+    "provider_error": "the provider ended the model's answer with an error",
+}
+
+
+class IncompleteResponseError(MiniagentError):
+    """A turn without tool calls ended other than naturally, so it is not an answer.
+
+    Raised by ``run_agent`` after checkpoint 2, before anything of that turn is committed
+    (DESIGN.md "Round 3 contracts": a cut or failed answer is never complete). A turn that holds
+    tool calls is committed instead (a call whose arguments were cut gets an error result).
+
+    Args:
+        reason: one of ``INCOMPLETE_REASONS``: ``"max_output_tokens"``, ``"context_window"``,
+            ``"content_filter"``, ``"refusal"``, ``"provider_error"``.
+        detail: the provider's own word for how the turn ended (e.g. ``"length"``,
+            ``"max_tokens"``, ``"model_context_window_exceeded"``), ``""`` when it gave none.
+        text: the text that arrived (a refusal's explanation, a cut answer), never committed.
+
+    The message names the reason and the provider's word, never a CLI option (the CLI words
+    its own advice). Raises ``ValueError`` for an unknown ``reason``.
+    """
+
+    def __init__(self, reason: IncompleteReason, detail: str = "", text: str = "") -> None:
+        if reason not in _INCOMPLETE_TEXTS:
+            raise ValueError(f"unknown incomplete reason {reason!r}; known: {', '.join(INCOMPLETE_REASONS)}")
+        said = f" (stop reason {detail!r})" if detail else ""
+        kept = f"; {len(text):,} characters of text arrived and were not committed" if text else ""
+        super().__init__(f"{_INCOMPLETE_TEXTS[reason]}{said}{kept}")
+        self.reason: IncompleteReason = reason
+        self.detail = detail
+        self.text = text
 
 
 class SessionError(MiniagentError):

@@ -7,8 +7,9 @@ generator) of ``ModelEvent``s:
 - ``ToolCallEvent``: one whole tool call, emitted once its arguments are complete.
 - ``ReasoningEvent``: one whole reasoning ("thinking") block, when it closes.
 - ``UsageEvent``: what one request used (tokens, cost), when the server reports it.
-- ``DoneEvent``: the provider mapping finished cleanly. The loop ignores it (spec: "done is a
-  no-op for the loop"); the end of the iteration is what ends a turn.
+- ``DoneEvent``: the provider mapping finished cleanly, with how the turn ended. The end of the
+  iteration is what ends a turn (spec: "done is a no-op for the loop"); the loop reads only
+  ``DoneEvent.incomplete``, so that a cut or failed answer is never committed as complete.
 
 Invariants a client must keep: events are tentative until the iteration ends; a client that is
 abandoned mid-stream is closed (``close()`` on a generator) so it can release its connection; a
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .errors import IncompleteReason
 from .messages import Message, Reasoning, ToolCall
 from .usage import Usage
 
@@ -58,14 +60,21 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class DoneEvent:
-    """The provider mapping closed the stream cleanly (no half-open block).
+    """The provider mapping closed the stream cleanly (no half-open block), and how the turn ended.
 
     Args:
         stop_reason: the provider's own finish reason when known (``"end_turn"``,
-            ``"tool_calls"``, ...), for display only.
+            ``"tool_calls"``, ``"length"``, ...), as it sent it.
+        incomplete: ``None`` when the turn ended naturally (or the provider did not say), else
+            why it did not (``IncompleteReason``: ``"max_output_tokens"``, ``"context_window"``,
+            ``"content_filter"``, ``"refusal"``, ``"provider_error"``), as each provider maps
+            its own stop reasons. The loop reads it: a turn marked incomplete that holds no
+            tool call raises ``IncompleteResponseError`` instead of being committed (DESIGN.md
+            "Round 3 contracts"); a turn is incomplete when any ``DoneEvent`` of its stream says so.
     """
 
     stop_reason: str | None = None
+    incomplete: IncompleteReason | None = None
     type: Literal["done"] = field(default="done", init=False)
 
 

@@ -18,7 +18,10 @@ depend on what the loop sent (or that want to set a cancel event mid-stream). It
 (a text delta), a ``ToolCall`` (a whole tool call), a ``Reasoning`` (a whole reasoning block), a
 ``Usage`` (what the request used, e.g. ``Usage(input_tokens=100, output_tokens=20, requests=1)``),
 or any ``ModelEvent`` as is. Items that are exceptions are raised at that point of the stream. A
-``DoneEvent`` is appended to list turns.
+``DoneEvent`` is appended to list turns; script one yourself to end a turn unnaturally, e.g.
+``["The answer is", DoneEvent("length", "max_output_tokens")]`` (the loop then raises
+``IncompleteResponseError``). A turn without a ``Usage`` item counts as a request whose usage
+was not reported (``Usage.unreported_requests``).
 """
 
 from __future__ import annotations

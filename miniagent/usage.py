@@ -8,6 +8,9 @@ Invariants:
   own ``input_tokens`` excludes the cached part).
 - ``cost_usd`` is ``None`` when unknown; an unknown cost is never counted as zero: adding a usage
   whose cost is unknown gives an unknown total. ``Usage()`` (no requests) is the neutral element.
+- ``requests`` counts every request, reported or not; ``unreported_requests`` says how many of
+  them came without usage (the server sent none): their tokens are in no count, so the token
+  counts are then a lower bound and the cost is unknown.
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ from typing import Any
 
 __all__ = ["Usage"]
 
-_INT_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "requests")
+_INT_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "requests",
+    "unreported_requests",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +41,8 @@ class Usage:
         cache_write_tokens: the part of ``input_tokens`` written to a prompt cache.
         requests: how many model requests this covers (a ``UsageEvent`` carries 1).
         cost_usd: the cost in US dollars, or ``None`` when it is not known.
+        unreported_requests: how many of ``requests`` came without usage from the server
+            (counted by the loop, which knows a request happened; their cost is unknown).
 
     ``a + b`` adds field by field; the cost is ``None`` when either side's is ``None``, except
     that a usage of no requests with no cost (``Usage()``) adds nothing.
@@ -42,6 +54,7 @@ class Usage:
     cache_write_tokens: int = 0
     requests: int = 0
     cost_usd: float | None = None
+    unreported_requests: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -59,6 +72,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.requests + other.requests,
             _add_cost(self, other),
+            self.unreported_requests + other.unreported_requests,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -70,6 +84,7 @@ class Usage:
             "cache_write_tokens": self.cache_write_tokens,
             "requests": self.requests,
             "cost_usd": self.cost_usd,
+            "unreported_requests": self.unreported_requests,
         }
 
     @classmethod

@@ -5,7 +5,8 @@ Modes:
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
-  and ``"cost_usd"`` when the provider reported usage). Notes are not printed.
+  and ``"cost_usd"`` when the provider reported usage for a request: ``unreported_requests``
+  says how many came without). Notes are not printed.
 - ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer
   (``RunResult.output``, which the loop checked) as one JSON line; with no valid answer, the last
   validation error goes to stderr.
@@ -200,7 +201,7 @@ class JsonDisplay(Display):
         stop_reason = result.stop_reason if result is not None else None
         line: dict[str, Any] = {"stop_reason": stop_reason, "exit_code": exit_code}
         usage = result.usage if result is not None else None
-        if usage is not None and usage.requests:  # present when the provider reported usage
+        if usage is not None and usage.requests > usage.unreported_requests:  # some usage was reported
             line["usage"] = usage.to_json()
             line["cost_usd"] = usage.cost_usd
         self._result_line(line)
@@ -315,13 +316,20 @@ def _encodable(text: str, stream: IO[str]) -> str:
 
 def usage_line(usage: Usage | None) -> str:
     """``miniagent: 1,234 tokens in (80% cached), 56 out, 2 requests, $0.0012`` for a ``Usage``
-    (the cost only when known); ``""`` when there is none or no request reported any."""
+    (the cost only when known; requests without usage said so, never shown as zero tokens);
+    ``""`` when there is none or no request was made."""
     if usage is None or not usage.requests:
         return ""
+    requests = f"{usage.requests} request{'' if usage.requests == 1 else 's'}"
+    unreported = getattr(usage, "unreported_requests", 0)
+    if unreported == usage.requests:
+        return f"miniagent: {requests}, usage not reported by the server"
     text = f"miniagent: {usage.input_tokens:,} tokens in"
     if usage.input_tokens and usage.cache_read_tokens:
         text += f" ({100 * usage.cache_read_tokens // usage.input_tokens}% cached)"
-    text += f", {usage.output_tokens:,} out, {usage.requests} request{'' if usage.requests == 1 else 's'}"
+    text += f", {usage.output_tokens:,} out, {requests}"
+    if unreported:
+        text += f" ({unreported} without usage reported: at least these tokens)"
     if usage.cost_usd is not None:
         text += f", ${usage.cost_usd:.4f}"
     return text

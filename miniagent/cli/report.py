@@ -20,8 +20,9 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._text import shorten
 from ..agent import StopReason
-from ..errors import MiniagentError, SessionError
+from ..errors import IncompleteResponseError, MiniagentError, SessionError
 from .defaults import EXIT_ERROR, EXIT_SIGPIPE, EXIT_TIMEOUT
 from .terminal import neutralise
 
@@ -29,7 +30,16 @@ if TYPE_CHECKING:
     from .display import Display
     from .options import Options
 
-__all__ = ["Outcome", "TimedOut", "error_text", "fail", "output_lost", "report_stop", "settle"]
+__all__ = [
+    "Outcome",
+    "TimedOut",
+    "error_text",
+    "fail",
+    "incomplete_text",
+    "output_lost",
+    "report_stop",
+    "settle",
+]
 
 
 class TimedOut(Exception):
@@ -57,6 +67,30 @@ def error_text(error: BaseException) -> str:
     if isinstance(error, MiniagentError | OSError):
         return str(error) or type(error).__name__
     return f"{type(error).__name__}: {error}"
+
+
+def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | None) -> str:
+    """The text after ``miniagent: error:`` for an answer that ended unnaturally: the reason, the
+    provider's word and what to change (``--max-output-tokens``, ``--context-max-chars``); a
+    refusal shows the start of its explanation. ``max_output_tokens``: the limit the run used."""
+    said = f"stop reason {error.detail!r}" if error.detail else "no stop reason"
+    if error.reason == "max_output_tokens":
+        limit = f"{max_output_tokens:,} tokens, " if max_output_tokens else ""
+        return (
+            f"the model's answer was cut at the output-token limit ({limit}{said}); "
+            "raise it with --max-output-tokens"
+        )
+    if error.reason == "context_window":
+        return (
+            f"the model's answer was cut: its context window is full ({said}); send less of the "
+            "history with --context-max-chars N"
+        )
+    if error.reason == "content_filter":
+        return f"the provider's content filter stopped the model's answer ({said}); rephrase the request"
+    if error.reason == "refusal":
+        why = f": {shorten(' '.join(error.text.split()), 200)}" if error.text.strip() else ""
+        return f"the model refused to answer ({said}){why}"
+    return f"the provider ended the model's answer with an error ({said}); try again later"
 
 
 def report_stop(display: Display, stop_reason: StopReason | None, options: Options) -> None:
@@ -108,7 +142,10 @@ def fail(display: Display, error: BaseException, options: Options) -> int:
         return EXIT_TIMEOUT
     if options.debug:
         sys.stderr.write(neutralise("".join(traceback.format_exception(error))))
-    display.error(error_text(error) + _recovery_hint(display, error, options))
+    if isinstance(error, IncompleteResponseError):
+        display.error(incomplete_text(error, options.max_output_tokens))
+    else:
+        display.error(error_text(error) + _recovery_hint(display, error, options))
     return EXIT_ERROR
 
 

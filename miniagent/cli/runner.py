@@ -25,9 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import RunResult, exit_code_for_stop_reason, run_agent
-from ..errors import ProviderError
 from ..messages import Message, ToolCall
-from ..model import DoneEvent, ModelEvent
 from ..tools import Approval
 from .assemble import Parts, assemble, check_price
 from .defaults import EXIT_TIMEOUT, resolve_provider
@@ -41,10 +39,6 @@ if TYPE_CHECKING:
     from ..session import SessionStore
 
 __all__ = ["CLOSE_WAIT_SECONDS", "Runner"]
-
-CUT_AT_LIMIT = frozenset(("length", "max_tokens"))
-"""Finish reasons of a reply cut at the output-token limit (OpenAI ``length``, Anthropic
-``max_tokens``)."""
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
 _T = TypeVar("_T")
@@ -288,17 +282,10 @@ class Runner:
         return timer
 
     def _run_agent(self, prompt: str, cancel: threading.Event) -> RunResult:
-        """Run the agent; a final answer cut at the output-token limit raises ``ProviderError``
-        (kind ``"max_output_tokens"``) after the run (the cut text is in the record)."""
+        """Run the agent; an answer that ended unnaturally raises ``IncompleteResponseError``
+        from the loop (nothing of it committed; ``report.fail`` words it)."""
         assert self.parts is not None, "open() first"
-        finish: list[str | None] = [None]  # the finish reason of the last streamed reply
-
-        def on_event(event: ModelEvent) -> None:
-            if isinstance(event, DoneEvent):
-                finish[0] = event.stop_reason
-            self.display.on_event(event)
-
-        result = run_agent(
+        return run_agent(
             client=self.parts.client,
             system=self.parts.system,
             tools=self.parts.tools,
@@ -308,20 +295,12 @@ class Runner:
             before_tool_call=self._before_tool_call,
             session=self.store,
             context_max_chars=self.options.context_max_chars,
-            on_event=on_event,
+            on_event=self.display.on_event,
             on_message=self.display.on_message,
             max_total_tokens=self.options.max_total_tokens,
             max_cost_usd=self.options.max_cost,
             output_schema=self.output_schema,
         )
-        if result.stop_reason == "complete" and finish[0] in CUT_AT_LIMIT:
-            limit = self.options.max_output_tokens
-            raise ProviderError(
-                f"the model's answer was cut at the output-token limit ({limit:,} tokens, stop reason "
-                f"{finish[0]!r}); raise it with --max-output-tokens",
-                kind="max_output_tokens",
-            )
-        return result
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
         """Ask the policy; a call no person is asked about is shown as a tool line first, and a

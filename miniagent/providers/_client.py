@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol
 from ..model import ModelEvent, ModelRequest
 from ..net.sse import SSEEvent
 from ..net.urls import check_base_url, check_proxy_for
-from ._config import HTTPSettings, base_headers, resolve_api_key
+from ._config import HTTPSettings, base_headers, resolve_api_key, withheld_key
 from ._http import Transport
 
 __all__ = ["HTTPClient", "StreamMapper"]
@@ -34,13 +34,12 @@ class HTTPClient:
     Subclasses set ``_provider`` (the name every error text of the instance starts with: its
     transport's and its stream mapper's), ``_key_env`` (the environment variable of the key),
     optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
-    ``_auth_headers``. ``_limit_option`` and ``_stream_timeout_option`` are what the error texts
-    tell a user to raise: the library arguments by default, the CLI options
-    (``--max-output-tokens``, ``--stream-timeout``) for the embedded model's clients.
+    ``_auth_headers``. ``_stream_timeout_option`` is what the stream-timeout error tells a user
+    to raise: the library argument by default, the CLI option (``--stream-timeout``) for the
+    embedded model's clients.
     """
 
     _provider: ClassVar[str]
-    _limit_option: ClassVar[str] = "max_tokens"
     _stream_timeout_option: ClassVar[str] = "stream_timeout"
     _key_env: ClassVar[str]
     _default_headers: ClassVar[Mapping[str, str]] = {}
@@ -80,6 +79,7 @@ class HTTPClient:
             settings,
             (key,) if key else (),
             stream_timeout_option=self._stream_timeout_option,
+            withheld_key=withheld_key(api_key, self._key_env, self.base_url),
         )
 
     def _auth_headers(self, key: str) -> dict[str, str]:

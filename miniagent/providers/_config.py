@@ -25,6 +25,8 @@ __all__ = [
     "base_headers",
     "is_local_url",
     "resolve_api_key",
+    "withheld_key",
+    "withheld_key_hint",
 ]
 
 DEFAULT_READ_TIMEOUT = 600.0
@@ -128,6 +130,25 @@ def resolve_api_key(api_key: str | None, env_var: str, base_url: str, provider: 
     if key:
         return key
     raise ProviderError(f"no {provider} API key: pass api_key=... or set {env_var}")
+
+
+def withheld_key(api_key: str | None, env_var: str, base_url: str) -> str | None:
+    """``env_var`` when ``resolve_api_key`` held its key back (set in the environment, no
+    ``api_key`` given, a local server), else ``None``: a local gateway that wants a key then
+    answers 401, 403 or a bare 500 (LiteLLM's proxy), and the error should say why."""
+    if api_key or not os.environ.get(env_var) or not is_local_url(base_url):
+        return None
+    return env_var
+
+
+def withheld_key_hint(env_var: str) -> str:
+    """The words added to an HTTP 401/403/500 error of a local server that did not get the
+    key in ``env_var`` (no CLI option named: the variable is the CLI's and the argument the
+    library's)."""
+    return (
+        f"; {env_var} is set but was not sent: a server on this machine never gets the environment's "
+        "provider key; if it needs one, pass api_key=... (the CLI: set MINIAGENT_API_KEY)"
+    )
 
 
 def base_headers(extra: Mapping[str, str] | None) -> dict[str, str]:

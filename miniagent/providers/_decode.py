@@ -12,6 +12,7 @@ from ..validation import json_type_name
 from ._errors import redact, truncate
 
 __all__ = [
+    "MAX_TOKEN_COUNT",
     "count",
     "load_event_json",
     "nonfinite_problem",
@@ -19,6 +20,10 @@ __all__ = [
 ]
 
 _loads = json.loads
+
+MAX_TOKEN_COUNT = 10**10
+"""Largest token count taken from a usage object: far above any model's context window, so a
+bigger one is a broken server, not a request."""
 
 
 def _refuse_constant(name: str) -> NoReturn:
@@ -115,7 +120,23 @@ def nonfinite_problem(value: Any) -> str | None:
     return None
 
 
-def count(value: Any) -> int:
-    """A token count from an event: a non-negative int as it is, anything else (missing, null,
-    a string, a negative or fractional number, a boolean) 0."""
-    return value if type(value) is int and value > 0 else 0
+def count(value: Any, name: str = "count", provider: str = "the server") -> int:
+    """A token count of a usage object: an int from 0 to ``MAX_TOKEN_COUNT`` as it is; a field
+    the server left out (missing, ``null``) 0.
+
+    Args:
+        value: the decoded JSON value.
+        name: the field's name, for the error text.
+        provider: the client's display name, which the error text starts with.
+
+    Raises:
+        ProviderError: anything else (a string, a fractional or float number, a boolean, a
+            negative number, a number above ``MAX_TOKEN_COUNT``): a count that cannot be
+            trusted is never taken as zero, and never reaches the pricer.
+    """
+    if type(value) is int and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    if value is None:
+        return 0
+    shown = truncate(repr(value), 60)
+    raise ProviderError(f"{provider} reported usage {name} = {shown}, which is not a token count")

@@ -4,7 +4,9 @@ Shapes understood (the error bodies the supported servers document):
 
 - OpenAI and compatible servers: ``{"error": {"message": ..., "type": ..., "code": ...}}``
   (https://platform.openai.com/docs/guides/error-codes); llama.cpp and vLLM put an integer
-  HTTP status in ``code``; Ollama sends ``{"error": "text"}``.
+  HTTP status in ``code``, some gateways (LiteLLM, Azure) the same status as a string
+  (``"500"``), read as the number, and LiteLLM the text ``"None"`` in ``type``, read as no
+  type; Ollama sends ``{"error": "text"}``.
 - Anthropic: ``{"type": "error", "error": {"type": "overloaded_error", "message": ...}}``
   (https://docs.anthropic.com/en/api/errors), also as the data of an in-stream ``error`` event.
 - FastAPI-style servers: ``{"detail": ...}``; an HTML page (a proxy's or web server's error
@@ -25,9 +27,9 @@ from ..errors import ProviderError
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "NEVER_RETRYABLE_KINDS",
     "RETRYABLE_KINDS",
     "RETRYABLE_STATUSES",
-    "cut_call_error",
     "error_details",
     "in_stream_error",
     "redact",
@@ -54,6 +56,13 @@ RETRYABLE_KINDS = frozenset(
     )
 )
 """Provider error types (Anthropic ``error.type``, OpenAI ``error.type``/``code``) worth a retry."""
+
+NEVER_RETRYABLE_KINDS = frozenset(("insufficient_quota", "billing_hard_limit_reached", "billing_error"))
+"""Provider error types that no retry can fix although their status is retryable: OpenAI
+answers a used-up quota with HTTP 429 ``insufficient_quota`` (not a rate limit: it lasts until
+the bill is paid)."""
+
+_NO_KIND = frozenset(("", "none", "null"))
 
 _SPACES = re.compile(r"\s+")
 _TAGS = re.compile(r"<[^>]*>")
@@ -110,10 +119,9 @@ def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:
     err = data.get("error")
     if isinstance(err, dict):
         message = err.get("message")
-        kind = err.get("type")
-        if not isinstance(kind, str):
-            code = err.get("code")
-            kind = code if isinstance(code, str) else None
+        kind = _kind(err.get("type"))
+        if kind is None:
+            kind = _kind(err.get("code"))
         text = message if isinstance(message, str) else json.dumps(err, ensure_ascii=False)
         return text, kind
     if isinstance(err, str):
@@ -127,6 +135,23 @@ def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:
     return "", None
 
 
+def _kind(value: Any) -> str | None:
+    """An error ``type`` or ``code`` as a kind: a string that names something (not a number
+    such as ``"500"``, not LiteLLM's ``"None"``), else ``None``."""
+    if not isinstance(value, str) or value.strip().lower() in _NO_KIND or value.strip().isdigit():
+        return None
+    return value
+
+
+def _status_code(value: Any) -> int | None:
+    """An error ``code`` that is an HTTP status: an int, or a string of digits (``"500"``)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 3:
+        return int(value)
+    return None
+
+
 def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()) -> ProviderError:
     """Build the error for an error object received inside a 200 event stream.
 
@@ -138,35 +163,17 @@ def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()
 
     Returns:
         A ``ProviderError`` (status ``None``) whose ``kind`` is the provider's error type and
-        ``retryable`` is true for overload, rate-limit and server-side kinds (or an integer
-        ``code`` that is a retryable HTTP status).
+        ``retryable`` is true for overload, rate-limit and server-side kinds, or a ``code``
+        that is a retryable HTTP status (an int or its digits as a string, ``"500"``); never
+        for ``NEVER_RETRYABLE_KINDS``.
     """
     err = data.get("error") if isinstance(data, dict) else None
     message, kind = _from_json(data) if isinstance(data, dict) else ("", None)
-    code = err.get("code") if isinstance(err, dict) else None
+    code = _status_code(err.get("code")) if isinstance(err, dict) else None
     retryable = kind in RETRYABLE_KINDS or (
-        isinstance(code, int) and (code in RETRYABLE_STATUSES or code >= 500)
+        code is not None and (code in RETRYABLE_STATUSES or code >= 500)
     )
+    retryable = retryable and kind not in NEVER_RETRYABLE_KINDS
     text = truncate(redact(_SPACES.sub(" ", message or "unknown error").strip(), secrets))
     label = f" ({kind})" if kind else ""
     return ProviderError(f"{provider} stream error{label}: {text}", retryable=retryable, kind=kind)
-
-
-def cut_call_error(provider: str, reason: str, call_name: str, limit_option: str) -> ProviderError:
-    """Build the error for a tool call cut by the output-token limit (the call never runs).
-
-    Args:
-        provider: display name of the client (``"OpenAI"``, ``"Anthropic"``, ``"local model"``).
-        reason: how the server said so, e.g. ``"finish_reason 'length'"``.
-        call_name: the name of the cut call (``""`` when not known yet).
-        limit_option: what the user changes to raise the limit: the library argument
-            ``"max_tokens"``, or the CLI option ``"--max-output-tokens"`` for a client the CLI runs.
-
-    Returns:
-        A ``ProviderError`` of kind ``"max_tokens"``, not retryable.
-    """
-    return ProviderError(
-        f"{provider} output token limit reached ({reason}) while the model was writing tool call "
-        f"{call_name or '?'!r}; the call was dropped. Raise {limit_option} or ask for shorter arguments.",
-        kind="max_tokens",
-    )

@@ -53,7 +53,7 @@ from ..net.failures import connection_failure, exception_chain, host_port, is_st
 from ..net.sse import SSEDecoder, SSEEvent
 from ..net.urls import display_url
 from ..net.watcher import SocketWatcher
-from ._config import HTTPSettings
+from ._config import HTTPSettings, withheld_key_hint
 from ._errors import error_details, redact, truncate
 from ._retry import retry_after_seconds
 
@@ -101,6 +101,8 @@ class Transport:
         secrets: strings (the API key) that must never appear in an error text.
         stream_timeout_option: what the stream-timeout error names as the setting to change
             (``"stream_timeout"``, or the CLI's ``"--stream-timeout"``).
+        withheld_key: the environment variable whose key was held back from this local server
+            (``_config.withheld_key``), or ``None``; an HTTP 401, 403 or 500 then says so.
 
     Attributes:
         session: the client's own ``requests.Session`` (``close()`` it to drop the pooled
@@ -114,10 +116,12 @@ class Transport:
         secrets: tuple[str, ...] = (),
         *,
         stream_timeout_option: str = "stream_timeout",
+        withheld_key: str | None = None,
     ) -> None:
         """Store the settings and create the session; nothing is sent yet."""
         self.provider = provider
         self.stream_timeout_option = stream_timeout_option
+        self.withheld_key = withheld_key
         self.settings = settings
         self.secrets = secrets
         self.session = new_session()
@@ -282,10 +286,12 @@ class Transport:
         message, kind = error_details(self._read_limited(response, cancel), self.secrets)
         message = redact(message, self.secrets)
         label = f" ({kind})" if kind else ""
+        if self.withheld_key is not None and status in (401, 403, 500):
+            message += withheld_key_hint(self.withheld_key)
         return StatusError(
             f"{self.provider} HTTP {status}{label}: {message}",
             status=status,
-            retryable=self.settings.retry.status_is_retryable(status, response.headers),
+            retryable=self.settings.retry.status_is_retryable(status, response.headers, kind),
             kind=kind,
             retry_after=retry_after_seconds(response.headers),
         )

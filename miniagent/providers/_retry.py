@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from urllib3.exceptions import InvalidHeader
 from urllib3.util.retry import Retry
 
-from ._errors import RETRYABLE_STATUSES
+from ._errors import NEVER_RETRYABLE_KINDS, RETRYABLE_STATUSES
 
 __all__ = ["RetryPolicy", "WaitFunction", "cancellable_wait", "retry_after_seconds"]
 
@@ -92,11 +92,15 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     wait: WaitFunction = field(default=cancellable_wait)
 
-    def status_is_retryable(self, status: int, headers: Mapping[str, str]) -> bool:
-        """Whether an HTTP ``status`` may succeed on retry (``x-should-retry`` overrides)."""
+    def status_is_retryable(self, status: int, headers: Mapping[str, str], kind: str | None = None) -> bool:
+        """Whether an HTTP ``status`` may succeed on retry (``x-should-retry`` overrides); never
+        when the error body's type ``kind`` is one no retry can fix (``NEVER_RETRYABLE_KINDS``:
+        OpenAI's 429 ``insufficient_quota``)."""
         hint = (headers.get("x-should-retry") or "").strip().lower()
         if hint in ("true", "false"):
             return hint == "true"
+        if kind in NEVER_RETRYABLE_KINDS:
+            return False
         return status in RETRYABLE_STATUSES or status >= 500
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from .._catalogue import provider
 from .._text import SurrogateJoiner, join_surrogates
-from ..errors import ProviderError
+from ..errors import IncompleteReason, ProviderError
 from ..messages import Message, Reasoning, ToolCall
 from ..model import (
     DoneEvent,
@@ -33,7 +33,8 @@ from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
-from ._errors import cut_call_error, in_stream_error
+from ._endings import cut_call, turn_ending
+from ._errors import in_stream_error
 from ._history import WireIds, pair_tool_messages
 from ._pricing import Pricer
 from ._schemas import anthropic_input_schema
@@ -43,8 +44,6 @@ _ROW = provider("anthropic")
 __all__ = ["AnthropicClient", "TRIMMED_PLACEHOLDER", "build_messages_body", "map_messages_stream"]
 
 PROVIDER = "Anthropic"
-LIMIT_OPTION = "max_tokens"
-"""What the error texts tell a user to raise when the output-token limit cut a tool call."""
 API_VERSION = "2023-06-01"
 
 TRIMMED_PLACEHOLDER = "(earlier conversation omitted)"
@@ -82,7 +81,6 @@ class AnthropicClient(HTTPClient):
     """
 
     _provider = PROVIDER
-    _limit_option = LIMIT_OPTION
     _key_env = _ROW.key_env or ""
     _default_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
 
@@ -134,7 +132,8 @@ class AnthropicClient(HTTPClient):
         Returns:
             A generator of ``TextEvent`` (each ``text_delta``), ``ToolCallEvent`` (each
             ``tool_use`` block, at its ``content_block_stop``) and a final ``DoneEvent`` with the
-            ``stop_reason``. Ends quietly, possibly early, once ``request.cancel`` is set.
+            ``stop_reason`` and how the turn ended (``DoneEvent.incomplete``). Ends quietly,
+            possibly early, once ``request.cancel`` is set.
 
         Raises:
             ProviderError: see ``Transport.stream`` and ``map_messages_stream``.
@@ -162,7 +161,6 @@ class AnthropicClient(HTTPClient):
             secrets=secrets,
             price=self._pricer.priced,
             provider=self._provider,
-            limit_option=self._limit_option,
         )
 
 
@@ -184,7 +182,8 @@ def build_messages_body(
     as ``{"name", "description", "input_schema"}``, the schema as the API takes it
     (``_schemas.anthropic_input_schema``: an object root without ``anyOf``/``oneOf``/``allOf``).
     The messages are made valid for the API (see ``build_messages``; ``wire_ids``: the id rule
-    of this request, default ``WireIds(fits_call_id)``).
+    of this request, default ``WireIds(fits_call_id)``); a system prompt that is empty or only
+    whitespace is not sent (the API refuses it: "system: text content blocks must be non-empty").
 
     With ``prompt_cache`` (the default), ``cache_control: {"type": "ephemeral"}`` breakpoints
     mark the stable prefix (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
@@ -201,7 +200,7 @@ def build_messages_body(
         "messages": wire,
         "stream": True,
     }
-    if system:
+    if system.strip():
         body["system"] = [{"type": "text", "text": system, **_CACHED}] if prompt_cache else system
     specs = [
         {
@@ -342,6 +341,13 @@ class _ToolBlock:
         arguments = "".join(self.parts)
         return bool(arguments.strip()) and parse_tool_input(arguments)[1] is None
 
+    def cut(self) -> bool:
+        """Whether the arguments look cut: broken JSON, or none (no deltas, empty start input)."""
+        arguments = "".join(self.parts)
+        if not arguments.strip():
+            return not self.initial
+        return parse_tool_input(arguments)[1] is not None
+
 
 @dataclass
 class _ThinkingBlock:
@@ -369,8 +375,8 @@ class _MessageStream:
     Invariants: ``blocks`` holds the open ``tool_use`` blocks by index and ``thinking`` the open
     ``thinking`` / ``redacted_thinking`` blocks; a finished call waits in ``held`` (and so does
     every call after it) while its JSON is empty or broken, so that a call cut by ``max_tokens``
-    is never emitted; ``stop_reason`` is the last ``message_delta``'s. Its errors start with
-    ``provider`` and tell the user to raise ``limit_option``.
+    is never emitted whole; ``stop_reason`` is the last ``message_delta``'s. Its errors start
+    with ``provider``.
     """
 
     def __init__(
@@ -378,11 +384,9 @@ class _MessageStream:
         secrets: tuple[str, ...],
         price: Callable[[Usage], Usage] | None = None,
         provider: str = PROVIDER,
-        limit_option: str = LIMIT_OPTION,
     ) -> None:
         self.secrets = secrets
         self.provider = provider
-        self.limit_option = limit_option
         self.price = price
         self.usage: dict[str, Any] = {}  # the latest value of each usage field
         self.blocks: dict[int, _ToolBlock] = {}
@@ -470,7 +474,7 @@ class _MessageStream:
         message = data.get("message")
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict):
-            self.usage.update(usage)
+            self.update_usage(usage)
         return None
 
     def message_delta(self, data: dict[str, Any]) -> ModelEvent | None:
@@ -478,56 +482,69 @@ class _MessageStream:
         cumulative: the last one wins)."""
         usage = data.get("usage")
         if isinstance(usage, dict):
-            self.usage.update(usage)
+            self.update_usage(usage)
         delta = data.get("delta")
         reason = delta.get("stop_reason") if isinstance(delta, dict) else None
         if reason and isinstance(reason, str):
             self.stop_reason = reason
         return None
 
+    def update_usage(self, usage: dict[str, Any]) -> None:
+        """Take the fields of a usage object; a ``null`` field keeps the value already known
+        (``message_delta`` may send ``"input_tokens": null`` after ``message_start`` gave it)."""
+        self.usage.update((key, value) for key, value in usage.items() if value is not None)
+
     def error(self, data: dict[str, Any]) -> ModelEvent | None:
         """``error``: raise it as a ``ProviderError``."""
         raise in_stream_error(self.provider, data, self.secrets)
 
     def finish(self, stopped: bool) -> Iterator[ModelEvent]:
-        """The thinking blocks and calls still pending, in order, then ``DoneEvent``;
-        ``stopped``: ``message_stop`` was seen.
+        """The thinking blocks and calls still pending, in order (``pending_call``), then
+        ``DoneEvent`` with how the turn ended; ``stopped``: ``message_stop`` was seen.
 
         Raises:
-            ProviderError: no ``message_stop`` and no stop reason (retryable); ``max_tokens``
-                while a call is cut.
+            ProviderError: no ``message_stop`` and no stop reason (retryable); usage counts
+                that are not token counts.
         """
         if not stopped and self.stop_reason is None:
             raise ProviderError(
                 f"{self.provider} stream ended before the message was complete (no message_stop)",
                 retryable=True,
             )
+        incomplete = turn_ending(self.stop_reason)
         pending = self.held + [self.blocks[i] for i in sorted(self.blocks)]
-        if self.stop_reason == "max_tokens" and pending:
-            raise cut_call_error(
-                self.provider, "stop_reason 'max_tokens'", pending[0].name, self.limit_option
-            )
         held = self.text.flush()
         if held:
             yield TextEvent(held)
         for index in sorted(self.thinking):
             yield ReasoningEvent(self.thinking[index].reasoning())
         for block in pending:
-            yield ToolCallEvent(block.call())
+            call = self.pending_call(block, incomplete)
+            if call is not None:
+                yield ToolCallEvent(call)
         if self.usage:
-            usage = messages_usage(self.usage)
+            usage = messages_usage(self.usage, self.provider)
             yield UsageEvent(self.price(usage) if self.price is not None else usage)
-        yield DoneEvent(self.stop_reason)
+        yield DoneEvent(self.stop_reason, incomplete)
+
+    def pending_call(self, block: _ToolBlock, incomplete: IncompleteReason | None) -> ToolCall | None:
+        """The call of a block that waited for the stop reason: whole, or cut (``cut_call``)."""
+        if incomplete is None or not block.cut():
+            return block.call()
+        return cut_call(block.id, block.name, incomplete, self.stop_reason)
 
 
-def messages_usage(data: Mapping[str, Any]) -> Usage:
+def messages_usage(data: Mapping[str, Any], provider: str = PROVIDER) -> Usage:
     """A Messages API ``usage`` object as a ``Usage`` of one request: ``input_tokens`` is the sum
     of the API's ``input_tokens`` (the uncached part), ``cache_creation_input_tokens`` and
-    ``cache_read_input_tokens`` (DESIGN.md: cached tokens count as input)."""
-    fresh = count(data.get("input_tokens"))
-    written = count(data.get("cache_creation_input_tokens"))
-    read = count(data.get("cache_read_input_tokens"))
-    return Usage(fresh + written + read, count(data.get("output_tokens")), read, written, 1)
+    ``cache_read_input_tokens`` (DESIGN.md: cached tokens count as input). A count that is not
+    a token count raises ``ProviderError`` (``_decode.count``), its text starting with ``provider``.
+    """
+    fresh = count(data.get("input_tokens"), "input_tokens", provider)
+    written = count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens", provider)
+    read = count(data.get("cache_read_input_tokens"), "cache_read_input_tokens", provider)
+    output = count(data.get("output_tokens"), "output_tokens", provider)
+    return Usage(fresh + written + read, output, read, written, 1)
 
 
 def _add_thinking(block: _ThinkingBlock, text: Any, signature: Any) -> None:
@@ -544,7 +561,6 @@ def map_messages_stream(
     secrets: tuple[str, ...] = (),
     price: Callable[[Usage], Usage] | None = None,
     provider: str = PROVIDER,
-    limit_option: str = LIMIT_OPTION,
 ) -> Iterator[ModelEvent]:
     """Map Messages API stream events to model events.
 
@@ -554,8 +570,6 @@ def map_messages_stream(
         price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
         provider: the name every error text starts with (the client's ``_provider``, e.g.
             ``"local model"`` for the embedded server); default ``"Anthropic"``.
-        limit_option: what the error of a cut call tells the user to raise (default
-            ``"max_tokens"``; ``"--max-output-tokens"`` for the embedded server the CLI runs).
 
     Returns:
         A generator: a ``TextEvent`` per non-empty ``text_delta`` (a surrogate pair split across
@@ -564,18 +578,20 @@ def map_messages_stream(
         block (``data``) at its ``content_block_stop``; a ``ToolCallEvent`` per ``tool_use``
         block at its ``content_block_stop`` when its JSON is a whole object (a call with empty or
         broken JSON, and every call after it, waits for the ``stop_reason``, so a call cut by
-        ``max_tokens`` is never emitted); one ``UsageEvent`` (``messages_usage`` of the usage in
+        ``max_tokens`` is never emitted whole: it comes with an input error saying it was cut,
+        ``cut_call_problem``, and never runs); one ``UsageEvent`` (``messages_usage`` of the usage in
         ``message_start`` and ``message_delta``) when the server sent any; then
-        ``DoneEvent(stop_reason)``. ``ping`` and unknown event types are ignored. A cut after
+        ``DoneEvent(stop_reason, incomplete)`` (``_endings.turn_ending``, e.g. ``"max_tokens"``:
+        ``"max_output_tokens"``). ``ping`` and unknown event types are ignored. A cut after
         ``message_delta`` (stop reason known) but before ``message_stop`` counts as complete.
 
     Raises:
         ProviderError: an ``error`` event (``kind`` = its type; retryable for
             ``overloaded_error``, ``rate_limit_error``, ``api_error``); data that is not JSON;
-            ``stop_reason: "max_tokens"`` while a tool call is cut; the stream ended before a
-            stop reason (retryable).
+            usage counts that are not token counts; the stream ended before a stop reason
+            (retryable).
     """
-    state = _MessageStream(secrets, price, provider, limit_option)
+    state = _MessageStream(secrets, price, provider)
     handlers = state.handlers
     stopped = False
     for event in events:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from .._catalogue import provider
 from .._log import Logger
 from .._text import SurrogateJoiner, join_surrogates
-from ..errors import ProviderError
+from ..errors import IncompleteReason, ProviderError
 from ..messages import ToolCall
 from ..model import (
     DoneEvent,
@@ -36,7 +36,8 @@ from ._chat_reasoning import TEXT_FIELDS, add_details, chat_origin, closing_bloc
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._decode import count, load_event_json, parse_tool_input
-from ._errors import cut_call_error, in_stream_error
+from ._endings import cut_call, turn_ending
+from ._errors import in_stream_error
 from ._history import WireIds
 from ._markup import ToolCallMarkup, parse_tool_call_block
 from ._pricing import Pricer
@@ -46,8 +47,6 @@ _ROW = provider("openai")
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 
 PROVIDER = "OpenAI"
-LIMIT_OPTION = "max_tokens"
-"""What the error texts tell a user to raise when the output-token limit cut a tool call."""
 
 _log = Logger("miniagent.providers")
 
@@ -80,7 +79,6 @@ class OpenAIChatClient(HTTPClient):
     """
 
     _provider = PROVIDER
-    _limit_option = LIMIT_OPTION
     _key_env = _ROW.key_env or ""
 
     def __init__(
@@ -136,8 +134,8 @@ class OpenAIChatClient(HTTPClient):
         Returns:
             A generator of ``TextEvent`` (each ``delta.content``), ``ToolCallEvent`` (each call
             once its arguments are complete, at ``finish_reason``) and a final ``DoneEvent``
-            with the ``finish_reason``. Ends quietly, possibly early, once ``request.cancel``
-            is set.
+            with the ``finish_reason`` and how the turn ended (``DoneEvent.incomplete``). Ends
+            quietly, possibly early, once ``request.cancel`` is set.
 
         Raises:
             ProviderError: see ``Transport.stream`` and ``map_chat_stream``.
@@ -166,7 +164,6 @@ class OpenAIChatClient(HTTPClient):
             tool_call_markup=self.tool_call_markup,
             price=self._pricer.priced,
             provider=self._provider,
-            limit_option=self._limit_option,
             origin=self._origin,
         )
 
@@ -183,14 +180,9 @@ class _PendingCall:
 
 
 class _Calls:
-    """Tool-call fragments accumulated by ``index`` (OpenAI streaming tool calls).
+    """Tool-call fragments accumulated by ``index`` (OpenAI streaming tool calls)."""
 
-    ``provider`` and ``limit_option`` are named in the error of a call cut by the limit.
-    """
-
-    def __init__(self, provider: str = PROVIDER, limit_option: str = LIMIT_OPTION) -> None:
-        self.provider = provider
-        self.limit_option = limit_option
+    def __init__(self) -> None:
         self.by_index: dict[int, _PendingCall] = {}
         self.replaced: list[_PendingCall] = []  # older calls whose index got a new id
         self.stream_tag = uuid.uuid4().hex[:16]
@@ -242,12 +234,11 @@ class _Calls:
             return last + 1
         return last
 
-    def take(self, finish_reason: str | None) -> list[ToolCall]:
+    def take(self, incomplete: IncompleteReason | None, finish_reason: str | None) -> list[ToolCall]:
         """Finish every pending call, in order, and forget them.
 
-        Raises:
-            ProviderError: ``finish_reason == "length"`` and a call's arguments are cut (empty or
-                not valid JSON): a truncated call must never run.
+        A turn that ended unnaturally (``incomplete``, from ``finish_reason``) cut the calls whose
+        arguments are empty or not valid JSON: each becomes ``cut_call`` (it must never run).
         """
         pending = self.replaced + [self.by_index[i] for i in sorted(self.by_index)]
         self.replaced = []
@@ -257,9 +248,13 @@ class _Calls:
         for item in pending:
             arguments = "".join(item.parts)
             tool_input, error = parse_tool_input(arguments)
-            if finish_reason == "length" and (error is not None or not arguments.strip()):
-                raise cut_call_error(self.provider, "finish_reason 'length'", item.name, self.limit_option)
-            calls.append(ToolCall(item.id or self._made_up_id(item.ordinal), item.name, tool_input, error))
+            call_id = item.id or self._made_up_id(item.ordinal)
+            if incomplete is not None and (error is not None or not arguments.strip()):
+                cut = cut_call(call_id, item.name, incomplete, finish_reason)
+                if cut is not None:
+                    calls.append(cut)
+                continue
+            calls.append(ToolCall(call_id, item.name, tool_input, error))
         return calls
 
     def _note_extras(self, pending: list[_PendingCall]) -> None:
@@ -288,7 +283,6 @@ def map_chat_stream(
     tool_call_markup: bool = False,
     price: Callable[[Usage], Usage] | None = None,
     provider: str = PROVIDER,
-    limit_option: str = LIMIT_OPTION,
     origin: str | None = None,
 ) -> Iterator[ModelEvent]:
     """Map chat-completion chunk events to model events.
@@ -302,8 +296,6 @@ def map_chat_stream(
         price: sets the cost of the request's ``Usage`` (the client's ``Pricer.priced``).
         provider: the name every error text starts with (the client's ``_provider``, e.g.
             ``"local model"`` for the embedded server); default ``"OpenAI"``.
-        limit_option: what the error of a cut call tells the user to raise (default
-            ``"max_tokens"``; ``"--max-output-tokens"`` for the embedded server the CLI runs).
         origin: the ``Reasoning.origin`` of the provider-specific fields kept
             (``_chat_reasoning.chat_origin`` of the client's URL).
 
@@ -322,15 +314,18 @@ def map_chat_stream(
         ``finish_reason`` arrives (any reason, ``"stop"`` included) or at ``[DONE]``; one
         ``UsageEvent`` (``chat_usage`` of the last ``usage`` object, which servers send in a
         chunk with empty ``choices`` when asked with ``stream_options.include_usage``, or on
-        every chunk) when the server sent any; then one ``DoneEvent(finish_reason)``. A missing
-        ``[DONE]`` after a ``finish_reason`` is fine.
+        every chunk) when the server sent any; then one ``DoneEvent(finish_reason, incomplete)``
+        (``_endings.turn_ending``: ``"length"`` is ``"max_output_tokens"``, ``"content_filter"``,
+        OpenRouter's ``"error"`` ``"provider_error"``...). A call whose arguments a turn that
+        ended unnaturally cut is emitted with an input error saying so (``cut_call_problem``),
+        never run. A missing ``[DONE]`` after a ``finish_reason`` is fine.
 
     Raises:
         ProviderError: an ``{"error": ...}`` chunk (retryable for server/rate-limit kinds); data
-            that is not JSON; ``finish_reason: "length"`` while a call is cut; the stream ended
-            with neither ``finish_reason`` nor ``[DONE]`` (retryable).
+            that is not JSON; usage counts that are not token counts (``_decode.count``); the
+            stream ended with neither ``finish_reason`` nor ``[DONE]`` (retryable).
     """
-    stream = _ChatStream(tool_call_markup, provider, limit_option, origin)
+    stream = _ChatStream(tool_call_markup, provider, origin)
     done = False
     for event in events:
         data = event.data
@@ -369,16 +364,10 @@ class _ChatStream:
     Its errors start with ``provider``.
     """
 
-    def __init__(
-        self,
-        tool_call_markup: bool,
-        provider: str = PROVIDER,
-        limit_option: str = LIMIT_OPTION,
-        origin: str | None = None,
-    ) -> None:
+    def __init__(self, tool_call_markup: bool, provider: str = PROVIDER, origin: str | None = None) -> None:
         self.provider = provider
         self.origin = origin
-        self.calls = _Calls(provider, limit_option)
+        self.calls = _Calls()
         self.joiner = SurrogateJoiner()
         self.markup = ToolCallMarkup() if tool_call_markup else None
         self.thought: list[str] | None = None  # the open reasoning block's pieces
@@ -387,6 +376,7 @@ class _ChatStream:
         self.usage: dict[str, Any] | None = None  # the last usage object
         self.timings: Any = None  # llama.cpp's timings next to it
         self.finish_reason: str | None = None
+        self.incomplete: IncompleteReason | None = None  # how the finish_reason ended the turn
 
     def delta(self, delta: dict[str, Any]) -> list[ModelEvent]:
         """Reasoning pieces, text (``content``, else ``refusal``) and call fragments of one delta.
@@ -429,8 +419,9 @@ class _ChatStream:
     def finish(self, reason: str) -> Iterator[ModelEvent]:
         """A ``finish_reason``: close the reasoning block and emit the whole calls."""
         self.finish_reason = reason
+        self.incomplete = turn_ending(reason)
         yield from self.close_reasoning()
-        for call in self.calls.take(reason):
+        for call in self.calls.take(self.incomplete, reason):
             yield ToolCallEvent(call)
 
     def close_reasoning(self) -> list[ModelEvent]:
@@ -458,30 +449,38 @@ class _ChatStream:
             yield from _markup_events((prose, [body] if body is not None else []), self.calls)
         elif held:
             yield TextEvent(held)
-        for call in self.calls.take(self.finish_reason):
+        for call in self.calls.take(self.incomplete, self.finish_reason):
             yield ToolCallEvent(call)
         closing = closing_block(self.details, self.calls.extras, self.origin)
         if closing is not None:
             yield ReasoningEvent(closing)
         if self.usage is not None:
-            used = chat_usage(self.usage, self.timings)
+            used = chat_usage(self.usage, self.timings, self.provider)
             yield UsageEvent(price(used) if price is not None else used)
-        yield DoneEvent(self.finish_reason)
+        yield DoneEvent(self.finish_reason, self.incomplete)
 
 
-def chat_usage(data: Mapping[str, Any], timings: Any = None) -> Usage:
+def chat_usage(data: Mapping[str, Any], timings: Any = None, provider: str = PROVIDER) -> Usage:
     """A chat-completions ``usage`` object as a ``Usage`` of one request: ``prompt_tokens``
     (cached ones included, as the API counts them) and ``completion_tokens``; the cached part
     from ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, llama.cpp), else DeepSeek's
-    ``prompt_cache_hit_tokens``, else llama.cpp's ``timings.cache_n``."""
-    prompt = count(data.get("prompt_tokens"))
+    ``prompt_cache_hit_tokens``, else llama.cpp's ``timings.cache_n``.
+
+    Raises:
+        ProviderError: a count that is not a token count (``_decode.count``); the text starts
+            with ``provider``.
+    """
+    prompt = count(data.get("prompt_tokens"), "prompt_tokens", provider)
     details = data.get("prompt_tokens_details")
-    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    cached = 0
+    if isinstance(details, dict):
+        cached = count(details.get("cached_tokens"), "cached_tokens", provider)
     if not cached:
-        cached = count(data.get("prompt_cache_hit_tokens"))
+        cached = count(data.get("prompt_cache_hit_tokens"), "prompt_cache_hit_tokens", provider)
     if not cached and isinstance(timings, dict):
-        cached = count(timings.get("cache_n"))
-    return Usage(prompt, count(data.get("completion_tokens")), min(cached, prompt), 0, 1)
+        cached = count(timings.get("cache_n"), "timings.cache_n", provider)
+    output = count(data.get("completion_tokens"), "completion_tokens", provider)
+    return Usage(prompt, output, min(cached, prompt), 0, 1)
 
 
 def _markup_events(split: tuple[str, list[str]], calls: _Calls) -> Iterator[ModelEvent]:

@@ -2,11 +2,11 @@
 
 ``LocalOpenAIClient`` and ``LocalAnthropicClient`` are built against a real loopback server
 (``providers_server.ProviderServer``) that plays a broken llama.cpp: an undecodable event, a
-stream cut before its end, an in-stream error object, a tool call cut at the output-token
-limit, an HTTP error, a stream that never ends. Every error text starts with "local model",
-never "OpenAI"/"Anthropic", and the limit advice names the CLI option, not ``max_tokens``. The
-same streams sent to the plain clients still say "OpenAI"/"Anthropic" (their texts unchanged).
-No model is started.
+stream cut before its end, an in-stream error object, an HTTP error, a stream that never ends.
+Every error text starts with "local model", never "OpenAI"/"Anthropic", and the stream-timeout
+advice names the CLI option. The same streams sent to the plain clients still say
+"OpenAI"/"Anthropic" (their texts unchanged). A tool call cut at the output-token limit is no
+error (round 3): it comes marked as cut, for the loop to answer. No model is started.
 """
 
 from __future__ import annotations
@@ -64,14 +64,13 @@ BROKEN: dict[str, tuple[bytes, bytes]] = {
         sse({"error": {"message": "the slot crashed", "type": "server_error", "code": 500}}),
         fixture("anthropic-error-midstream.sse"),
     ),
-    "limit": (fixture("openai-length-mid-call.sse"), _ANTHROPIC_CUT_CALL),
 }
+CUT_CALL = (fixture("openai-length-mid-call.sse"), _ANTHROPIC_CUT_CALL)
 
 EXPECTED = {
     "undecodable": "sent an event whose data is not valid JSON",
     "cut": "stream ended before",
     "error": "stream error",
-    "limit": "output token limit reached",
 }
 
 
@@ -128,12 +127,18 @@ def test_local_clients_name_the_local_model(flavor: Flavor, case: str) -> None:
     assert "OpenAI" not in text and "Anthropic" not in text
 
 
-@pytest.mark.parametrize("flavor", LOCAL, ids=lambda f: f.name)
-def test_the_limit_advice_names_the_cli_option(flavor: Flavor) -> None:
-    error = stream_error(flavor, Reply([BROKEN["limit"][flavor.wire]]))
-    assert error.kind == "max_tokens"
-    assert "'write_file'" in str(error)
-    assert "Raise --max-output-tokens" in str(error) and "Raise max_tokens" not in str(error)
+@pytest.mark.parametrize("flavor", LOCAL + PLAIN, ids=lambda f: f.name)
+def test_a_call_cut_at_the_limit_is_marked_cut_not_raised(flavor: Flavor) -> None:
+    with ProviderServer(Reply([CUT_CALL[flavor.wire]])) as server:
+        client = flavor.make(server.url, HTTPSettings(retry=NO_RETRY))
+        try:
+            outcome = run(client.stream(request()))
+        finally:
+            client.close()
+    [call] = outcome.calls
+    assert call.name == "write_file" and call.input == {}
+    assert call.input_error is not None and "cut off by the output token limit" in call.input_error
+    assert outcome.done[0].incomplete == "max_output_tokens"
 
 
 @pytest.mark.parametrize("flavor", LOCAL, ids=lambda f: f.name)
@@ -155,8 +160,6 @@ def test_plain_clients_still_name_their_provider(flavor: Flavor, case: str) -> N
     text = str(error)
     assert text.startswith(f"{flavor.provider} "), text
     assert EXPECTED[case] in text and "local model" not in text
-    if case == "limit":
-        assert "Raise max_tokens or ask for shorter arguments." in text
 
 
 def test_the_server_hands_out_the_named_clients() -> None:

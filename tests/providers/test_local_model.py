@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from miniagent.agent import run_agent
+from miniagent.errors import IncompleteResponseError
 from miniagent.messages import Message
 from miniagent.model import ModelRequest, ToolSpec
 from miniagent.net.sse import SSEEvent
@@ -339,9 +340,9 @@ def test_the_server_exits_when_its_parent_is_killed(tmp_path: Path, model_file: 
 @pytest.mark.local_model
 def test_the_output_token_limit_is_an_error_not_a_short_answer(server: LocalServer, tmp_path: Path) -> None:
     client = server.native_client(max_tokens=4)
-    with pytest.raises(LocalModelError, match=r"output limit of 4 tokens .*--max-output-tokens") as info:
+    with pytest.raises(IncompleteResponseError) as info:
         run_agent(client=client, system="", tools=[_read_file_tool(tmp_path, [])], user=QUESTION, max_turns=2)
-    assert info.value.kind == "max_output_tokens"
+    assert (info.value.reason, info.value.detail) == ("max_output_tokens", "limit")
 
 
 def _events(*payloads: dict[str, Any]) -> list[SSEEvent]:
@@ -376,12 +377,13 @@ def server_stub() -> Any:
     return LocalChatClient(Stub(), max_tokens=16)  # type: ignore[arg-type]
 
 
-def test_a_reply_at_the_limit_names_the_cli_option(server_stub: Any) -> None:
+def test_a_reply_at_the_limit_ends_incomplete(server_stub: Any) -> None:
     events = _events(
         {"content": "Once upon", "stop": False}, {"content": "", "stop": True, "stop_type": "limit"}
     )
-    with pytest.raises(LocalModelError, match=r"output limit of 16 tokens .*--max-output-tokens"):
-        list(server_stub._map(events))
+    out = list(server_stub._map(events))
+    assert [type(e).__name__ for e in out] == ["TextEvent", "UsageEvent", "DoneEvent"]
+    assert (out[-1].stop_reason, out[-1].incomplete) == ("limit", "max_output_tokens")
 
 
 def test_a_tool_call_reply_becomes_one_call_event(server_stub: Any) -> None:

@@ -180,11 +180,13 @@ def test_tool_use_with_bad_json_gets_input_error() -> None:
 
 
 @pytest.mark.parametrize("stop_block", [True, False])
-def test_max_tokens_while_writing_a_call_raises(stop_block: bool) -> None:
+def test_max_tokens_while_writing_a_call_marks_it_cut(stop_block: bool) -> None:
     body = _tool_stream('{"cmd": "rm -rf /tm', stop="max_tokens", stop_block=stop_block)
-    with pytest.raises(ProviderError, match="output token limit") as info:
-        stream_body([body])
-    assert info.value.kind == "max_tokens"
+    outcome = stream_body([body])
+    [call] = outcome.calls
+    assert (call.id, call.name, call.input) == ("tu1", "run", {})  # never run: no input
+    assert call.input_error is not None and "cut off by the output token limit" in call.input_error
+    assert (outcome.done[0].stop_reason, outcome.done[0].incomplete) == ("max_tokens", "max_output_tokens")
 
 
 def test_max_tokens_after_a_whole_call_keeps_it() -> None:

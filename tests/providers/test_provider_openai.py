@@ -292,7 +292,7 @@ def test_bad_arguments_are_emitted_with_input_error(arguments: str, problem: str
     assert call.input_error is not None and call.input_error.startswith(problem)
 
 
-def test_length_cut_while_writing_a_call_raises() -> None:
+def test_length_cut_while_writing_a_call_marks_it_cut() -> None:
     body = sse(
         {
             "choices": [
@@ -316,9 +316,11 @@ def test_length_cut_while_writing_a_call_raises() -> None:
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
         done=True,
     )
-    with pytest.raises(ProviderError, match="output token limit") as info:
-        stream_body([body])
-    assert info.value.kind == "max_tokens"
+    outcome = stream_body([body])
+    [call] = outcome.calls
+    assert (call.id, call.name, call.input) == ("c", "write_file", {})  # never run: no input
+    assert call.input_error is not None and "cut off by the output token limit" in call.input_error
+    assert outcome.done[0].incomplete == "max_output_tokens"
 
 
 def test_length_cut_in_text_ends_with_the_text() -> None:
@@ -330,6 +332,7 @@ def test_length_cut_in_text_ends_with_the_text() -> None:
     outcome = stream_body([body])
     assert outcome.text == "Once upon a"
     assert outcome.done[0].stop_reason == "length"
+    assert outcome.done[0].incomplete == "max_output_tokens"
 
 
 def test_in_stream_error_chunk() -> None:

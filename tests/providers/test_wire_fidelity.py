@@ -36,7 +36,6 @@ from providers_server import (
 from miniagent import (
     Message,
     ModelEvent,
-    ProviderError,
     Reasoning,
     ReasoningEvent,
     RunResult,
@@ -485,13 +484,16 @@ def test_usage_only_and_empty_chunks() -> None:
     assert [d.stop_reason for d in outcome.done] == ["stop"]
 
 
-def test_length_in_the_middle_of_a_call_raises() -> None:
+def test_length_in_the_middle_of_a_call_marks_the_call_cut() -> None:
+    # Round 3: the cut call is kept with an input error (it never runs); the loop side is in
+    # tests/test_wire_endings.py.
     with ProviderServer(Reply([fixture("openai-length-mid-call.sse")])) as server:
         client = create_client("openai", "m", f"{server.url}/v1", "key", retry=NO_RETRY)
-        with pytest.raises(ProviderError) as caught:
-            run(client.stream(request()))
+        outcome = run(client.stream(request()))
         client.close()  # type: ignore[attr-defined]
-    assert caught.value.kind == "max_tokens" and "write_file" in str(caught.value)
+    [call] = outcome.calls
+    assert (call.id, call.name, call.input) == ("call_Cut5xLq2Zr8", "write_file", {})
+    assert call.input_error is not None and "output token limit" in call.input_error
 
 
 def test_block_index_that_restarts() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from miniagent import (
     EmptyResponseError,
+    IncompleteResponseError,
     Message,
     MiniagentError,
     ProviderError,
@@ -211,6 +212,8 @@ def _every_library_error() -> list[MiniagentError]:
     return [
         MiniagentError("base"),
         EmptyResponseError(),
+        IncompleteResponseError("max_output_tokens", "length", "Once upon a"),
+        IncompleteResponseError("refusal"),
         SessionError("/x/s.jsonl", "line is not a valid message", line=3),
         SessionError(Path("/x/s.jsonl"), "in use"),
         ProviderError("overloaded", status=529, retryable=True, kind="overloaded_error"),

@@ -1,10 +1,10 @@
 """The embedded model's OpenAI- and Anthropic-compatible clients: the HTTP clients, named for it.
 
 Invariant: every error text these clients produce (HTTP and connection errors, undecodable
-events, in-stream errors, a stream that ends early, a tool call cut at the output-token limit, a
-stream timeout) starts with ``"local model"``, never ``"OpenAI"`` or ``"Anthropic"``; advice
-names the CLI options a user changes (``--max-output-tokens``, ``--stream-timeout``), not library
-arguments. The wire format, request bodies and events are exactly the base clients'.
+events, in-stream errors, a stream that ends early, a stream timeout) starts with
+``"local model"``, never ``"OpenAI"`` or ``"Anthropic"``; advice names the CLI option a user
+changes (``--stream-timeout``), not the library argument. The wire format, request bodies and
+events are exactly the base clients'.
 
 ``LocalServer.openai_client()`` / ``anthropic_client()`` build them against the running server;
 they can also be built against any ``base_url`` (a test's loopback server), no model needed.
@@ -19,7 +19,6 @@ __all__ = ["PROVIDER", "LocalAnthropicClient", "LocalOpenAIClient"]
 
 PROVIDER = "local model"
 """The provider name in the error texts of the embedded model's clients."""
-LIMIT_OPTION = "--max-output-tokens"
 STREAM_TIMEOUT_OPTION = "--stream-timeout"
 
 
@@ -28,7 +27,6 @@ class LocalOpenAIClient(OpenAIChatClient):
     ``/v1/chat/completions``, whose errors name the local model and the CLI options."""
 
     _provider = PROVIDER
-    _limit_option = LIMIT_OPTION
     _stream_timeout_option = STREAM_TIMEOUT_OPTION
 
     def __repr__(self) -> str:
@@ -41,7 +39,6 @@ class LocalAnthropicClient(AnthropicClient):
     ``/v1/messages``, whose errors name the local model and the CLI options."""
 
     _provider = PROVIDER
-    _limit_option = LIMIT_OPTION
     _stream_timeout_option = STREAM_TIMEOUT_OPTION
 
     def __repr__(self) -> str:

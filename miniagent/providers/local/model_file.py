@@ -67,9 +67,9 @@ class LocalModelError(ProviderError):
 
     A ``ProviderError`` (and so a ``MiniagentError``) with ``status=None``.
 
-    ``kind`` says which limit stopped a reply: ``"max_output_tokens"`` (the output-token limit,
-    ``--max-output-tokens``), ``"repetition"`` (the reply looped and was stopped); ``None``
-    for the rest.
+    ``kind`` is ``"repetition"`` when a reply looped and was stopped; ``None`` for the rest. (A
+    reply cut by the output-token limit is no error here: the loop raises
+    ``IncompleteResponseError`` for it.)
     """
 
     def __init__(self, message: str, *, retryable: bool = False, kind: str | None = None) -> None:

@@ -6,8 +6,10 @@ Invariants:
   (a tool call with copied arguments, or an answer quoting the tool result); temperature 0
   (greedy) unless told otherwise.
 - Every request sends ``n_predict`` (the output-token limit, default 1,024). A reply that
-  reaches it raises ``LocalModelError`` (kind ``"max_output_tokens"``) naming the limit and the
-  CLI option; it is never returned as a short or empty answer.
+  reaches it (``stop_type: "limit"``) ends with ``DoneEvent("limit", "max_output_tokens")``, so
+  the loop never takes it for a short or empty answer (``IncompleteResponseError``); a tool
+  call it cut comes with an input error saying so (``cut_call_problem``), or not at all when
+  even its name was cut.
 - A reply that repeats itself (the same piece of at least 4 characters written back to back
   until it covers 160 characters, or 4 times for longer pieces) is stopped at once and raises
   ``LocalModelError`` (kind ``"repetition"``).
@@ -20,7 +22,8 @@ Invariants:
 - Embedded servers on one machine take turns: each reply holds ``local-model.lock`` in the
   cache folder (``one_at_a_time``); a cancel while waiting ends the reply before it starts.
 - Text is streamed as it comes (``TextEvent`` per chunk); a tool call is one ``ToolCallEvent``
-  when the reply ends; then a ``UsageEvent`` (llama.cpp's token counts, cost 0) and ``DoneEvent``.
+  when the reply ends; then a ``UsageEvent`` (llama.cpp's token counts, cost 0) and
+  ``DoneEvent(stop_type, incomplete)``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..._folders import own_folder
+from ...errors import IncompleteReason
 from ...messages import ToolCall
 from ...model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
 from ...net.sse import SSEEvent
@@ -46,7 +51,9 @@ from ...output import with_output_instruction
 from ...usage import Usage
 from .._client import HTTPClient
 from .._config import HTTPSettings
+from .._decode import count as token_count
 from .._decode import load_event_json, parse_tool_input
+from .._endings import cut_call
 from .._errors import in_stream_error
 from .grammar import turn_grammar
 from .model_file import DEFAULT_MAX_OUTPUT_TOKENS, LocalModelError, cache_dir
@@ -70,6 +77,7 @@ class Server(Protocol):
     """The folder of saved prefix slots, or ``None`` for no cache on disk."""
 
 PROVIDER = "local model"
+_CALL_NAME = re.compile(r'"name"\s*:\s*("(?:[^"\\]|\\.)*")')  # the name of a cut <tool_call>
 _log = logging.getLogger("miniagent.providers.local")
 _MAX_SLOT_FILES = 8
 
@@ -122,8 +130,7 @@ class LocalChatClient(HTTPClient):
             ``output_tokens``, ``stop_type``.
 
     Raises:
-        LocalModelError: from ``stream``: the output-token limit was reached, or the reply
-            repeated itself.
+        LocalModelError: from ``stream``: the reply repeated itself.
     """
 
     _provider = PROVIDER
@@ -167,11 +174,12 @@ class LocalChatClient(HTTPClient):
 
         Returns:
             A generator of ``TextEvent``s (a text answer, as it is written) or one
-            ``ToolCallEvent`` (a call, when the reply ends), then ``DoneEvent``. Ends quietly,
-            possibly early, once ``request.cancel`` is set.
+            ``ToolCallEvent`` (a call, when the reply ends), then ``DoneEvent`` (with
+            ``incomplete="max_output_tokens"`` when the output-token limit cut the reply). Ends
+            quietly, possibly early, once ``request.cancel`` is set.
 
         Raises:
-            LocalModelError: output-token limit reached; a repeating reply.
+            LocalModelError: a repeating reply.
             ProviderError: the server failed (e.g. the prompt is longer than the context).
         """
         tools = request.tools
@@ -260,16 +268,14 @@ class LocalChatClient(HTTPClient):
             raise LocalModelError(
                 "the local model's stream ended before the reply was complete", retryable=True
             )
-        if final.get("stop_type") == "limit":
-            raise LocalModelError(
-                f"the local model's reply reached the output limit of {self.max_tokens:,} tokens "
-                "before it was complete (raise it with --max-output-tokens)",
-                kind="max_output_tokens",
-            )
-        if is_call:
-            yield ToolCallEvent(_parse_call(text))
+        stop_type = final.get("stop_type")
+        stop_type = stop_type if isinstance(stop_type, str) else None
+        incomplete: IncompleteReason | None = "max_output_tokens" if stop_type == "limit" else None
+        call = _reply_call(text, stop_type) if is_call else None
+        if call is not None:
+            yield ToolCallEvent(call)
         yield UsageEvent(_usage(self.last_stats))
-        yield DoneEvent()
+        yield DoneEvent(stop_type, incomplete)
 
     # --- the prompt cache on disk ---------------------------------------------------------------
 
@@ -377,11 +383,14 @@ def _prune(folder: Path) -> None:
 
 def _usage(stats: dict[str, Any]) -> Usage:
     """One request's ``Usage`` from llama.cpp's counts: every prompt token (cached ones included),
-    the cached part as ``cache_read_tokens``; a local model costs nothing (``cost_usd`` 0)."""
+    the cached part as ``cache_read_tokens``; a local model costs nothing (``cost_usd`` 0).
+
+    Raises:
+        ProviderError: a count that is not a token count (``_decode.count``).
+    """
 
     def count(key: str) -> int:
-        value = stats.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
+        return token_count(stats.get(key), key, PROVIDER)
 
     return Usage(
         input_tokens=count("prompt_tokens"),
@@ -390,6 +399,20 @@ def _usage(stats: dict[str, Any]) -> Usage:
         requests=1,
         cost_usd=0.0,
     )
+
+
+def _reply_call(text: str, stop_type: str | None) -> ToolCall | None:
+    """The call of a ``<tool_call>`` reply; one the output-token limit cut (``stop_type``
+    ``"limit"`` and no whole JSON) is ``cut_call`` of its id and name (``None`` without a name)."""
+    call = _parse_call(text)
+    if stop_type != "limit" or call.input_error is None:
+        return call
+    found = _CALL_NAME.search(text)
+    try:
+        name = json.loads(found.group(1)) if found is not None else ""
+    except ValueError:
+        name = ""
+    return cut_call(call.id, name, "max_output_tokens", stop_type)
 
 
 def _parse_call(text: str) -> ToolCall:
