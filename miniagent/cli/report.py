@@ -59,13 +59,25 @@ class Outcome:
     abandon_threads: bool = False
 
 
+CLI_ADVICE = {
+    "stream_timeout": "raise it with --stream-timeout",
+    "model_not_found": "give --model a path to a .gguf file, or no --model for the default model",
+    "model_download": "or give --model the path of a .gguf file you have",
+}
+"""What the CLI adds to a library error of each ``kind``: the option that changes it (library
+texts name library settings only)."""
+
+
 def error_text(error: BaseException) -> str:
     """The text after ``miniagent: error:`` for ``error`` (no traceback, no exception name for
-    the library's own errors and ``OSError``)."""
+    the library's own errors and ``OSError``), with the CLI's advice for its ``kind``
+    (``CLI_ADVICE``)."""
     if isinstance(error, SessionError):
         return f"session {error} (the file was left untouched)"
     if isinstance(error, MiniagentError | OSError):
-        return str(error) or type(error).__name__
+        text = str(error) or type(error).__name__
+        advice = CLI_ADVICE.get(getattr(error, "kind", None) or "")
+        return f"{text}; {advice}" if advice else text
     return f"{type(error).__name__}: {error}"
 
 

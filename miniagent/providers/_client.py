@@ -34,13 +34,11 @@ class HTTPClient:
     Subclasses set ``_provider`` (the name every error text of the instance starts with: its
     transport's and its stream mapper's), ``_key_env`` (the environment variable of the key),
     optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
-    ``_auth_headers``. ``_stream_timeout_option`` is what the stream-timeout error tells a user
-    to raise: the library argument by default, the CLI option (``--stream-timeout``) for the
-    embedded model's clients.
+    ``_auth_headers``. Error texts name library settings (``stream_timeout``), never a CLI
+    option: the CLI words its own advice by the error's ``kind``.
     """
 
     _provider: ClassVar[str]
-    _stream_timeout_option: ClassVar[str] = "stream_timeout"
     _key_env: ClassVar[str]
     _default_headers: ClassVar[Mapping[str, str]] = {}
 
@@ -78,7 +76,6 @@ class HTTPClient:
             self._provider,
             settings,
             (key,) if key else (),
-            stream_timeout_option=self._stream_timeout_option,
             withheld_key=withheld_key(api_key, self._key_env, self.base_url),
         )
 

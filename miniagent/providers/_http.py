@@ -99,8 +99,6 @@ class Transport:
         settings: timeouts and retry policy (``HTTPSettings``; its ``headers`` and
             ``extra_body`` are applied by the client, which builds the request).
         secrets: strings (the API key) that must never appear in an error text.
-        stream_timeout_option: what the stream-timeout error names as the setting to change
-            (``"stream_timeout"``, or the CLI's ``"--stream-timeout"``).
         withheld_key: the environment variable whose key was held back from this local server
             (``_config.withheld_key``), or ``None``; an HTTP 401, 403 or 500 then says so.
 
@@ -115,12 +113,10 @@ class Transport:
         settings: HTTPSettings,
         secrets: tuple[str, ...] = (),
         *,
-        stream_timeout_option: str = "stream_timeout",
         withheld_key: str | None = None,
     ) -> None:
         """Store the settings and create the session; nothing is sent yet."""
         self.provider = provider
-        self.stream_timeout_option = stream_timeout_option
         self.withheld_key = withheld_key
         self.settings = settings
         self.secrets = secrets
@@ -352,7 +348,7 @@ class Transport:
             if deadline is not None and time.monotonic() > deadline:
                 raise ProviderError(
                     f"{self.provider} stream did not finish within {self.settings.stream_timeout:g} s "
-                    f"({self.stream_timeout_option})",
+                    f"(stream_timeout)",
                     kind="stream_timeout",
                 )
             try:

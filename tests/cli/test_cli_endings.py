@@ -101,3 +101,18 @@ def test_a_budget_with_a_server_that_sends_no_usage_stops_with_one_line(tmp_path
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("miniagent: error: ") and "reported none for 1 of this run's requests" in last
+
+
+def test_library_errors_name_no_cli_option_and_the_cli_adds_it_by_kind(tmp_path: Path) -> None:
+    """A library error text names library settings; the CLI adds the option that changes it."""
+    from miniagent.cli.report import CLI_ADVICE, error_text
+    from miniagent.providers.local import LocalModelError, resolve_model_path
+
+    with pytest.raises(LocalModelError) as missing:
+        resolve_model_path(tmp_path / "nope.gguf")
+    assert missing.value.kind == "model_not_found" and "--" not in str(missing.value)
+    assert error_text(missing.value) == f"{missing.value}; {CLI_ADVICE['model_not_found']}"
+    done = run_cli(["run", "--provider", "local", "--model", str(tmp_path / "nope.gguf"), "hi"], tmp_path)
+    assert done.returncode == 1
+    assert "local model file not found" in done.stderr
+    assert "give --model a path to a .gguf file" in done.stderr

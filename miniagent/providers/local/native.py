@@ -135,7 +135,6 @@ class LocalChatClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = "MINIAGENT_LOCAL_API_KEY"
-    _stream_timeout_option = "--stream-timeout"
 
     def __init__(
         self,
