@@ -100,7 +100,8 @@ class ScriptedClient:
         if index >= len(self._turns):
             raise AssertionError(
                 f"ScriptedClient: the loop asked for turn {index + 1}, "
-                f"but only {len(self._turns)} turns are scripted"
+                f"but only {len(self._turns)} turn{'' if len(self._turns) == 1 else 's'} "
+                f"{'is' if len(self._turns) == 1 else 'are'} scripted"
             )
         return self._play(self._turns[index], request)
 

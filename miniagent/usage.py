@@ -18,7 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Usage"]
+__all__ = ["PRICE_KEYS", "Usage"]
+
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+"""The keys of a ``prices`` mapping (US dollars per million tokens of each kind), in order."""
 
 _INT_FIELDS = (
     "input_tokens",

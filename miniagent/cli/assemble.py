@@ -24,6 +24,7 @@ from ..approval import ApprovalPolicy, policy_for
 from ..tools import Tool, tool_output_chars
 from .checks import UsageProblem
 from .defaults import default_system_prompt, resolve_approval
+from .options import prices_of
 from .terminal import is_terminal
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ def create_client(options: Options, provider: str) -> ModelClient:
     from ..providers import create_client as create
 
     api_key = os.environ.get("MINIAGENT_API_KEY") or None
+    prices = prices_of(options.prices)
     try:
         return create(
             provider,
@@ -137,6 +139,7 @@ def create_client(options: Options, provider: str) -> ModelClient:
             api_key=None if provider == "local" else api_key,
             stream_timeout=options.stream_timeout,
             max_tokens=options.max_output_tokens,
+            **({} if prices is None else {"prices": prices}),
         )
     except ValueError as error:  # a setting the library refuses (e.g. a proxy variable): usage
         raise UsageProblem(str(error)) from None
@@ -150,8 +153,18 @@ def check_price(options: Options, client: ModelClient) -> None:
         UsageProblem: the cost of this model cannot be known.
     """
     can_price = getattr(client, "can_price", None)
-    if options.max_cost is not None and callable(can_price) and not can_price():
-        raise UsageProblem(
-            f"--max-cost {options.max_cost:g} needs the price of the model, which is not known "
-            "here: install the price table (pip install 'miniagent[cost]') or use --max-total-tokens"
-        )
+    if options.max_cost is None or not callable(can_price) or can_price():
+        return
+    from ..providers._pricing import price_table_installed
+
+    model = getattr(client, "model", None) or options.model
+    if price_table_installed():
+        why = f"the price table does not know the model {model!r}" if model else "no price is known"
+        remedy = "give its prices with --prices INPUT,OUTPUT (US dollars per million tokens)"
+    else:
+        why = "the price table is not installed"
+        remedy = "install it (pip install 'miniagent[cost]'), give --prices INPUT,OUTPUT"
+    raise UsageProblem(
+        f"--max-cost {options.max_cost:g} needs the price of the model, and {why}: {remedy}, "
+        "or use --max-total-tokens"
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._text import undecodable_replaced
 from ..tools import MIN_TOOL_OUTPUT_CHARS
-from .defaults import resolve_provider
+from .defaults import MIN_CONTEXT_CHARS, resolve_provider
 from .options import Options
 
 __all__ = [
@@ -23,9 +23,6 @@ __all__ = [
     "check_prompt_fits",
     "valid_text",
 ]
-
-MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS  # a tool result may take half of the budget
-
 
 class UsageProblem(Exception):
     """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""

@@ -24,7 +24,7 @@ from .._catalogue import PROVIDERS, check_provider, chosen_by_key
 from .._folders import own_folder
 from ..agent import exit_code_for_stop_reason
 from ..approval import APPROVAL_MODES
-from ..tools import Tool
+from ..tools import MIN_TOOL_OUTPUT_CHARS, Tool
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -74,6 +74,9 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code of the CLI and what it means, in the order help lists them."""
 
 DEFAULT_MAX_TURNS = 8
+MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS
+"""The smallest ``--context-max-chars``: a tool result (at least ``MIN_TOOL_OUTPUT_CHARS``) may
+take half of the budget."""
 DEFAULT_MAX_OUTPUT_TOKENS = 1024  # --max-output-tokens: every provider gets an output-token limit
 
 DEFAULT_SYSTEM_PROMPT = """\

@@ -4,9 +4,9 @@ Modes:
 
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
   committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
-  each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``)
-  and ``"cost_usd"`` when the provider reported usage for a request: ``unreported_requests``
-  says how many came without). Notes are not printed.
+  each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``,
+  its ``cost_usd`` included) when the provider reported usage for a request:
+  ``unreported_requests`` says how many came without). Notes are not printed.
 - ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer
   (``RunResult.output``, which the loop checked) as one JSON line; with no valid answer, the last
   validation error goes to stderr.
@@ -203,7 +203,6 @@ class JsonDisplay(Display):
         usage = result.usage if result is not None else None
         if usage is not None and usage.requests > usage.unreported_requests:  # some usage was reported
             line["usage"] = usage.to_json()
-            line["cost_usd"] = usage.cost_usd
         self._result_line(line)
 
     def error(self, text: str, exit_code: int = 1) -> None:

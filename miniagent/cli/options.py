@@ -26,6 +26,7 @@ import typer
 
 from .._catalogue import CHOSEN_BY_KEY, FALLBACK, FOR_BASE_URL, PROVIDERS, check_provider, provider
 from ..approval import APPROVAL_MODES
+from ..usage import PRICE_KEYS
 from .defaults import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MAX_TURNS,
@@ -33,6 +34,7 @@ from .defaults import (
     EXIT_ERROR,
     EXIT_MAX_TURNS,
     EXIT_TIMEOUT,
+    MIN_CONTEXT_CHARS,
 )
 from .option_files import folder, regular_files
 
@@ -61,6 +63,33 @@ def _provider_choice() -> str:
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     if value is not None and value not in APPROVAL_MODES:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(APPROVAL_MODES)}")
+    return value
+
+
+def prices_of(value: str | None) -> dict[str, float] | None:
+    """``--prices INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]]`` as ``create_client``'s ``prices``
+    (US dollars per million tokens), or ``None`` when not given.
+
+    Raises:
+        typer.BadParameter: not two to four numbers >= 0 separated by commas.
+    """
+    if value in (None, ""):
+        return None
+    parts = [part.strip() for part in value.split(",")]
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        numbers = []
+    if not 2 <= len(numbers) <= len(PRICE_KEYS) or not all(0 <= n < float("inf") for n in numbers):
+        raise typer.BadParameter(
+            f"{value!r}: expected INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]], numbers >= 0 "
+            "(US dollars per million tokens)"
+        )
+    return dict(zip(PRICE_KEYS, numbers, strict=False))
+
+
+def _check_prices(value: Optional[str]) -> Optional[str]:  # noqa: UP045
+    prices_of(value)
     return value
 
 
@@ -104,7 +133,11 @@ class Options:
     ] = None
     context_max_chars: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--context-max-chars", min=1, help="Character budget of the context sent to the model."),
+        typer.Option(
+            "--context-max-chars",
+            metavar="N",
+            help=f"Character budget of the context sent to the model (at least {MIN_CONTEXT_CHARS}).",
+        ),
     ] = None
     workspace: Annotated[
         Optional[Path],  # noqa: UP045
@@ -151,6 +184,17 @@ class Options:
             metavar="N",
             help="Stop before a model request once the run used N tokens "
             f"(input + output; exit {EXIT_BUDGET}).",
+        ),
+    ] = None
+    prices: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--prices",
+            metavar="INPUT,OUTPUT",
+            callback=_check_prices,
+            help="The model's prices in US dollars per million tokens (input, output[, cache "
+            "read[, cache write]]), for the cost and --max-cost when the price table does not "
+            "know the model.",
         ),
     ] = None
     max_cost: Annotated[

@@ -63,6 +63,9 @@ CLI_ADVICE = {
     "stream_timeout": "raise it with --stream-timeout",
     "model_not_found": "give --model a path to a .gguf file, or no --model for the default model",
     "model_download": "or give --model the path of a .gguf file you have",
+    "missing_key": "or set MINIAGENT_API_KEY (the key the CLI sends to any server)",
+    "unpriced": "give the model's prices with --prices INPUT,OUTPUT (US dollars per million tokens) "
+    "or use --max-total-tokens",
 }
 """What the CLI adds to a library error of each ``kind``: the option that changes it (library
 texts name library settings only)."""

@@ -129,7 +129,7 @@ def resolve_api_key(api_key: str | None, env_var: str, base_url: str, provider: 
     key = os.environ.get(env_var)
     if key:
         return key
-    raise ProviderError(f"no {provider} API key: pass api_key=... or set {env_var}")
+    raise ProviderError(f"no {provider} API key: pass api_key=... or set {env_var}", kind="missing_key")
 
 
 def withheld_key(api_key: str | None, env_var: str, base_url: str) -> str | None:

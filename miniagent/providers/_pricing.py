@@ -20,12 +20,21 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..usage import Usage
+from ..usage import PRICE_KEYS, Usage
 
-__all__ = ["PRICE_KEYS", "Pricer", "check_prices"]
+__all__ = ["PRICE_KEYS", "Pricer", "check_prices", "price_table_installed"]
 
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 _PER = 1_000_000
+
+
+def price_table_installed() -> bool:
+    """Whether the ``genai-prices`` table (extra ``cost``) can be imported (not imported here)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("genai_prices") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def check_prices(prices: Mapping[str, float] | None) -> dict[str, float] | None:

@@ -53,7 +53,7 @@ def test_the_json_result_line_carries_usage(tmp_path: Path, workspace: Path) -> 
         180,
         2,
     )
-    assert "cost_usd" in last
+    assert "cost_usd" in usage and "cost_usd" not in last  # once, inside usage
 
 
 def test_max_total_tokens_stops_with_exit_3_and_every_call_answered(tmp_path: Path, workspace: Path) -> None:
