@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -32,6 +31,7 @@ from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 from urllib3.util import Timeout
 
+from .._json import loads
 from .._log import Logger
 from ..providers import _http as provider_http
 from ..providers._urllib3 import OpenFailed, new_session, open_response, response_socket
@@ -253,7 +253,7 @@ class HTTPTransport:
         body = self._read_all(response, cancel, deadline, limit=65536)
         if media == "application/json":
             try:
-                value = json.loads(body)
+                value = loads(body)  # depth-safe (miniagent._json)
             except ValueError:
                 value = None
             if isinstance(value, dict) and isinstance(value.get("error"), dict):
@@ -286,7 +286,7 @@ class HTTPTransport:
 
     def _parse(self, body: bytes) -> Any:
         try:
-            return json.loads(body)
+            return loads(body)
         except ValueError:
             snippet = body.decode("utf-8", "replace")[:_SNIPPET_CHARS]
             raise self._protocol(f"sent a body that is not JSON: {snippet}") from None

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._json import loads
 from ..messages import ToolCall
 from ..model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
 from ..output import with_output_instruction
@@ -389,7 +390,7 @@ def _parse_call(text: str) -> ToolCall:
     inner = text.strip().removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
     call_id = f"call_{uuid.uuid4().hex[:24]}"
     try:
-        data = json.loads(inner)
+        data = loads(inner)  # depth-safe (miniagent._json)
         name = str(data["name"])
         arguments = json.dumps(data.get("arguments", {}))
     except (ValueError, KeyError, TypeError) as exc:
