@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, NoReturn
 
+from .._json import JSONDepthError, loads
+from .._validation.values import show
 from ..errors import ProviderError
 from ..validation import json_type_name
 from ._errors import redact, truncate
 from .sse import SSEEvent
 
 __all__ = [
+    "MAX_TOKENS",
     "count",
     "load_event_json",
     "nonfinite_problem",
     "parse_tool_input",
 ]
 
-_loads = json.loads
+_loads = loads  # depth-safe: a document nested too deeply is a ValueError (miniagent._json)
 
 
 def _refuse_constant(name: str) -> NoReturn:
@@ -46,7 +48,7 @@ def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = (
         ProviderError: the data is not valid JSON (the text names the JSON problem and shows the
             start of the data, credentials redacted). Marked retryable: in practice this is a
             stream cut or garbled in transit (e.g. the connection closed mid-line), which a new
-            request may fix.
+            request may fix; not so for data nested deeper than ``miniagent._json.MAX_DEPTH``.
 
     ``NaN``/``Infinity`` literals are accepted here (a stray one in an event field the agent
     does not use is harmless); values that reach the record are checked where they are taken
@@ -58,7 +60,7 @@ def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = (
         raise ProviderError(
             f"{provider} sent an event whose data is not valid JSON ({exc}): "
             f"{truncate(redact(event.data[:1000], secrets), 120)!r}",
-            retryable=True,
+            retryable=not isinstance(exc, JSONDepthError),
         ) from None
 
 
@@ -88,7 +90,7 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
     if isinstance(value, str) and value.lstrip().startswith("{"):  # encoded twice
         try:
             inner = _loads_strict(value)
-        except (ValueError, RecursionError):
+        except ValueError:
             inner = None
         if isinstance(inner, dict):
             return inner, None
@@ -115,7 +117,25 @@ def nonfinite_problem(value: Any) -> str | None:
     return None
 
 
+MAX_TOKENS = 10**12
+"""The largest token count of one request taken from a server (no request holds that many)."""
+
+
 def count(value: Any) -> int:
-    """A token count from an event: a non-negative int as it is, anything else (missing, null,
-    a string, a negative or fractional number, a boolean) 0."""
-    return value if type(value) is int and value > 0 else 0
+    """A token count from a ``usage`` object: a missing or ``null`` one is 0, an int from 0 to
+    ``MAX_TOKENS`` is itself.
+
+    Raises:
+        ProviderError: anything else (a string, a float, a boolean, a negative or an absurdly
+            large number): the usage cannot be trusted, and budgets and prices depend on it.
+    """
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value
+    if value is None:
+        return 0
+    if type(value) is int:
+        digits = int(value.bit_length() * 0.30103) + 1  # log10(2): the digits, give or take one
+        shown = "a negative number" if value < 0 else f"a number of about {digits} digits"
+    else:
+        shown = show(value)
+    raise ProviderError(f"the server's usage holds {shown} where a token count belongs")
