@@ -46,7 +46,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
-from ._json import MAX_DEPTH, JSONDepthError, check_depth, loads
+from ._json import MAY_NEST_TOO_DEEP, JSONDepthError, check_nesting, loads
 from ._torn import is_cut_session_line
 from .errors import SessionError
 from .messages import Message, json_utf8, message_from_json, message_to_json
@@ -169,7 +169,6 @@ def decode_record(where: object, record: bytes | str, number: int) -> Message:
 
 
 _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, without its wrapper
-_MAY_NEST_TOO_DEEP = 2 * MAX_DEPTH  # a shorter JSON line cannot nest deeper than MAX_DEPTH
 
 
 def _decode(line: bytes) -> Message:
@@ -228,8 +227,8 @@ def _parse_clean(head: bytes) -> list[Message] | None:
             data, end = decode(text, pos)
             if text[end] != "\n":
                 return None
-            if end - pos > _MAY_NEST_TOO_DEEP:
-                check_depth(text, pos, end)  # too deep: the line-by-line path reports the line
+            if end - pos > MAY_NEST_TOO_DEEP:
+                check_nesting(data)  # too deep: the line-by-line path reports the line
             append(message_from_json(data))
             pos = end + 1
     except (ValueError, IndexError, RecursionError):

@@ -33,8 +33,8 @@ def _schema_file(tmp_path: Path, schema: object) -> Path:
 @pytest.mark.parametrize(
     ("option", "text", "shown"),
     [
-        ("--output-schema", DEEP, "not JSON (JSON nested 50000 levels deep"),
-        ("--mcp-config", '{"mcpServers": ' + DEEP + "}", "not JSON: JSON nested 50001 levels deep"),
+        ("--output-schema", DEEP, "not JSON (JSON nested deeper than 256 levels)"),
+        ("--mcp-config", '{"mcpServers": ' + DEEP + "}", "not JSON: JSON nested deeper than 256 levels"),
     ],
 )
 def test_option_files_nested_50000_deep_are_usage_errors(
