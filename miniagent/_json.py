@@ -68,9 +68,8 @@ def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
         JSONDepthError: the text nests deeper than ``MAX_DEPTH`` (a ``ValueError``), also when
             ``json`` runs out of stack on it first.
     """
-    plain = type(text) is str and not kwargs
     try:
-        value = _decode_plain(text) if plain else json.loads(text, **kwargs)
+        value = _decode_plain(text) if isinstance(text, str) and not kwargs else json.loads(text, **kwargs)
     except RecursionError:
         raise JSONDepthError() from None
     if len(text) > MAY_NEST_TOO_DEEP:

@@ -75,6 +75,18 @@ def _in_enum(value: Any, choices: Any) -> bool:
     return any(json_equal(value, choice) for choice in choices)
 
 
+# The Python type that always has a JSON type name (the fast test of ``type``; other values, such
+# as 1.0 for "integer", take the full test).
+_EXACT_TYPES: dict[Any, type] = {
+    "object": dict,
+    "string": str,
+    "array": list,
+    "boolean": bool,
+    "integer": int,
+    "number": float,
+    "null": type(None),
+}
+
 # --- keywords -----------------------------------------------------------------------------------
 # Each keyword function: (keyword's value, the whole schema node, value, where, context) -> problem.
 
@@ -441,7 +453,9 @@ def _check(schema: Any, value: Any, where: str, ctx: _Context) -> str | None:
     for key, argument in schema.items():
         # The keywords of every tool schema are inlined: this runs before every tool call.
         if key == "type":
-            if type(argument) is str and JSON_TYPES.get(argument, accept)(value):
+            if type(argument) is str and (
+                type(value) is _EXACT_TYPES.get(argument) or JSON_TYPES.get(argument, accept)(value)
+            ):
                 continue
             problem = _type(argument, schema, value, where, ctx)
         elif key == "description":
@@ -525,7 +539,7 @@ def check_value(
         try:
             return _check(schema, value, where, ctx)
         except RecursionError:
-            return on_a_fresh_stack(lambda: _check(schema, value, where, ctx))
+            return on_a_fresh_stack(_check, schema, value, where, ctx)
     except Stop as stop:
         return f"{where}: {stop}"
     except RecursionError:

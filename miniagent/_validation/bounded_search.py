@@ -1,13 +1,14 @@
 """A pattern search that ends when the caller's cancel event or deadline says so.
 
-``search(pattern, text, should_stop)`` runs ``re`` in this process when the pattern's bound on
-backtracking (``Translated.steps``) for a text of that length is at most ``IN_PROCESS_STEPS``
-(about a hundredth of a second of ``re``'s work): every usual pattern on every usual text. Any
-other search runs in a child process (``regex_child.py``), which this process kills when
-``should_stop()`` names a reason (checked every ``POLL_SECONDS``); the search then raises
-``Stopped``. Children are kept for the next search (at most ``IDLE_WORKERS`` idle ones; a child
-that a forked process inherited is never used) and end by themselves when this process ends (their
-stdin closes). Where no child can be started (no ``sys.executable``), the search runs here.
+The validator runs ``re`` in its own process when the pattern's bound on backtracking
+(``Translated.steps``) for a text of that length is at most ``IN_PROCESS_STEPS`` (about a
+hundredth of a second of ``re``'s work): every usual pattern on every usual text. Any other
+search goes to ``search_in_child(pattern, text, should_stop)``: a child process
+(``regex_child.py``), which this process kills when ``should_stop()`` names a reason (checked
+every ``POLL_SECONDS``); the search then raises ``Stopped``. Children are kept for the next
+search (at most ``IDLE_WORKERS`` idle ones; a child that a forked process inherited is never
+used) and end by themselves when this process ends (their stdin closes). Where no child can be
+started (no ``sys.executable``), the search runs here.
 
 Invariants: the child gets an environment without this process's variables (no secrets), its own
 session (a Ctrl-C at the terminal reaches only this process) and capped memory; a child whose
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
     from .ecma_regex import Translated
 
-__all__ = ["IN_PROCESS_STEPS", "POLL_SECONDS", "Stopped", "SearchFailed", "search"]
+__all__ = ["IN_PROCESS_STEPS", "POLL_SECONDS", "Stopped", "SearchFailed", "search_in_child"]
 
 IN_PROCESS_STEPS = 10**7
 POLL_SECONDS = 0.02
@@ -147,15 +148,13 @@ def _close_idle() -> None:
             worker.kill()
 
 
-def search(pattern: Translated, text: str, should_stop: Callable[[], str | None]) -> bool:
-    """Whether ``pattern`` matches somewhere in ``text`` (``re.search``).
+def search_in_child(pattern: Translated, text: str, should_stop: Callable[[], str | None]) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text`` (``re.search``), searched in a child.
 
     Raises:
         Stopped: ``should_stop()`` returned a reason before the search ended.
         SearchFailed: the child ran out of memory or died.
     """
-    if pattern.steps(len(text)) <= IN_PROCESS_STEPS:
-        return pattern.compiled.search(text) is not None
     reason = should_stop()
     if reason is not None:
         raise Stopped(reason)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import bounded_search
+
 if TYPE_CHECKING:
     import threading
 
@@ -87,34 +89,49 @@ class Context:
 
     def search(self, pattern: Any, text: str) -> bool | None:
         """Whether the ECMA-262 ``pattern`` matches in ``text``; ``None`` for a pattern that
-        cannot run (not checked).
+        cannot run (not checked). A search whose bound on backtracking passes
+        ``bounded_search.IN_PROCESS_STEPS`` runs in the child process.
 
         Raises:
             Stop: stopped meanwhile, or the search could not finish (its child died).
         """
-        translated = usable_pattern(pattern)
+        translated = _USABLE.get(pattern, _UNKNOWN) if type(pattern) is str else None
+        if translated is _UNKNOWN:
+            translated = usable_pattern(pattern)
         if translated is None:
             return None
-        self.spend(1 + int(min(translated.steps(len(text)), 1e9)) // _STEPS_PER_UNIT)
-        from . import bounded_search
-
+        steps = translated.steps(len(text))
+        if steps > _STEPS_PER_UNIT:
+            self.spend(steps // _STEPS_PER_UNIT)
+        if steps <= bounded_search.IN_PROCESS_STEPS:
+            return translated.compiled.search(text) is not None
         try:
-            return bounded_search.search(translated, text, self.stop_reason)
+            return bounded_search.search_in_child(translated, text, self.stop_reason)
         except bounded_search.Stopped as stopped:
             raise Stop(stopped.reason) from None
         except bounded_search.SearchFailed as failed:
             raise Stop(f"the pattern {pattern!r} could not be checked ({failed})") from None
 
 
+_UNKNOWN: Any = object()  # not looked up yet
+_USABLE: dict[str, Translated | None] = {}  # pattern text -> translation (None: cannot run)
+_USABLE_MAX = 512
+
+
 def usable_pattern(pattern: Any) -> Translated | None:
     """``pattern`` translated to ``re`` (``ecma_regex.translate``, imported on the first pattern
-    of the process), or ``None`` when it is not a pattern miniagent can run."""
+    of the process), or ``None`` when it is not a pattern miniagent can run; remembered per text."""
     from .ecma_regex import PatternError, translate
 
     try:
-        return translate(pattern)
+        translated: Translated | None = translate(pattern)
     except (PatternError, TypeError):
-        return None
+        translated = None
+    if isinstance(pattern, str):
+        if len(_USABLE) >= _USABLE_MAX:
+            _USABLE.clear()
+        _USABLE[pattern] = translated
+    return translated
 
 
 UNRESOLVED = object()
@@ -146,8 +163,8 @@ def resolve(reference: Any, root: Any) -> Any:
     return node
 
 
-def on_a_fresh_stack(function: Callable[[], str | None]) -> str | None:
-    """``function()`` in a new thread, whose stack starts empty: the verdict on a deep value
+def on_a_fresh_stack(function: Callable[..., str | None], *args: Any) -> str | None:
+    """``function(*args)`` in a new thread, whose stack starts empty: the verdict on a deep value
     then does not depend on how deep the caller's own stack is. Re-raises what it raised."""
     import threading
 
@@ -155,7 +172,7 @@ def on_a_fresh_stack(function: Callable[[], str | None]) -> str | None:
 
     def run() -> None:
         try:
-            outcome.append(function())
+            outcome.append(function(*args))
         except BaseException as error:
             outcome.append(error)
 

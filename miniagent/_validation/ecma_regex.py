@@ -56,7 +56,6 @@ class PatternError(ValueError):
     """A ``pattern`` that is not an ECMA-262 regular expression miniagent can run."""
 
 
-@dataclass(frozen=True)
 class Translated:
     """One pattern, translated.
 
@@ -69,22 +68,34 @@ class Translated:
         anchored: every match starts at the start of the text.
     """
 
-    source: str
-    python: str
-    compiled: re.Pattern[str]
-    exponential: bool
-    factors: tuple[int, ...]
-    anchored: bool
+    __slots__ = ("anchored", "bound", "compiled", "degree", "exponential", "factors", "python", "source")
 
-    def steps(self, length: int) -> float:
+    def __init__(
+        self,
+        source: str,
+        python: str,
+        compiled: re.Pattern[str],
+        exponential: bool,
+        factors: tuple[int, ...],
+        anchored: bool,
+    ) -> None:
+        self.source = source
+        self.python = python
+        self.compiled = compiled
+        self.exponential = exponential
+        self.factors = factors
+        self.anchored = anchored
+        self.bound = 1  # the product of the bounded repeats' ranges
+        for factor in factors:
+            self.bound *= factor or 1
+        self.degree = factors.count(0) + (0 if anchored else 1)  # the power of the text's length
+
+    def steps(self, length: int) -> int:
         """An upper bound of the backtracking steps of a search in ``length`` characters."""
         size = max(length, 1)
         if self.exponential:
-            return 2.0 ** min(size, _EXPONENTIAL_AT)
-        total = 1.0 if self.anchored else float(size)
-        for factor in self.factors:
-            total *= factor or size
-        return total
+            return int(2 ** min(size, _EXPONENTIAL_AT))
+        return int(self.bound * size**self.degree)
 
 
 @functools.lru_cache(maxsize=512)

@@ -90,6 +90,6 @@ def schema_problem(schema: Any, where: str = "schema") -> str | None:
         try:
             return _schema_problem(schema, where)
         except RecursionError:
-            return on_a_fresh_stack(lambda: _schema_problem(schema, where))
+            return on_a_fresh_stack(_schema_problem, schema, where)
     except RecursionError:
         return f"{where} nests too deeply to check"
