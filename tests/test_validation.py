@@ -387,3 +387,51 @@ def test_the_verdict_does_not_depend_on_the_callers_stack_depth() -> None:
         return check_value(RECURSIVE, value)
 
     assert deep(sys.getrecursionlimit() - 150) is None  # reran on a fresh thread's stack
+
+
+ORPHAN_SCRIPT = f"""
+import glob, os, threading, time
+from miniagent.validation import check_value
+
+search = threading.Thread(
+    target=check_value, args=({{"pattern": {BACKTRACKING!r}}}, {HOPELESS!r}), kwargs={{"timeout": None}}
+)
+search.start()
+while True:  # the search child, started by the thread above
+    children = [c for path in glob.glob("/proc/self/task/*/children") for c in open(path).read().split()]
+    if children:
+        print(children[0], flush=True)
+        break
+    time.sleep(0.01)
+search.join()
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_search_child_ends_with_its_parent_killed_mid_search() -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _running(child)
+        os.kill(parent.pid, signal.SIGKILL)  # no chance to stop the child: it must notice alone
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(child)
+    finally:
+        parent.kill()

@@ -57,7 +57,7 @@ class _Worker:
         self.owner = os.getpid()
         env = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
         self.process: subprocess.Popen[bytes] = subprocess.Popen(
-            [sys.executable, "-I", "-S", _CHILD],
+            [sys.executable, "-I", "-S", _CHILD, str(self.owner)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
