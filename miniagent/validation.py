@@ -18,13 +18,18 @@ Invariants:
   ``$ref`` it cannot resolve accepts, a pattern it cannot run is not checked (``schema_problem``
   reports it).
 - It is bounded: a check that the ``cancel`` event stops, or that runs past ``timeout`` seconds,
-  ends within about ``bounded_search.POLL_SECONDS`` with a problem saying so. Work is counted as
-  it goes (items, properties, sub-schemas, and each pattern search by its bound on backtracking),
-  and every ``context.POLL_EVERY`` units the event and the clock are read (the clock starts at the first
-  such look, so a check too small to reach one never reads it); a pattern search whose
-  backtracking is not bounded runs in a child process that is killed
-  (``miniagent._validation.bounded_search``). A value or schema nested too deeply for
-  the interpreter's stack gets a problem saying so, the same whatever the caller's own stack.
+  ends within a few tens of milliseconds with a problem saying so. Work is counted as it goes
+  (items, properties, sub-schemas, each pattern search by its bound on backtracking) and every
+  ``context.POLL_EVERY`` units the event and the clock are read (the clock starts at the first
+  such look, so a check too small to reach one never reads it). A value or schema nested too
+  deeply for the interpreter's stack gets a problem saying so, whatever the caller's own depth.
+- Patterns and time: ``re`` backtracks, and nothing can stop a search from another thread. So
+  every pattern gets a bound on its backtracking from its structure (``ecma_regex``: exponential
+  when a repeated part holds another repeat, an alternation or a back reference, else a power of
+  the text's length); a search whose bound is small runs in this process, any other in a child
+  process that is killed on the cancel or the timeout (``_validation.bounded_search``). No
+  pattern is refused for its shape and no text is cut: the verdict is ``re``'s, and a search that
+  would outlast the run ends with it.
 - ``pattern`` is ECMA-262 (``$`` is the end of the text, ``\\d`` is ``[0-9]``, ...:
   ``miniagent._validation.ecma_regex``); ``multipleOf`` is exact decimal arithmetic on the
   numbers as written (``0.07`` is a multiple of ``0.01``), for numbers of any size.
@@ -525,8 +530,8 @@ def check_value(
         schema: the JSON Schema (a dict or a boolean).
         value: the decoded JSON value.
         where: the name of the value in the error text (``input`` for a tool's arguments).
-        cancel: when set, the check stops (within about 20 ms) with the problem
-            ``"<where>: the check was cancelled"``.
+        cancel: when set, the check stops (within a few tens of milliseconds) with the
+            problem ``"<where>: the check was cancelled"``.
         timeout: seconds the check may take (``None``: no limit); past it the check stops with
             a problem saying so.
 
