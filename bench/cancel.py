@@ -1,4 +1,4 @@
-"""Cancellation latency: cancel -> ``run_agent`` returns, p50 and p99 over 100+ trials each.
+r"""Cancellation latency: cancel -> ``run_agent`` returns, p50 and p99 over 100+ trials each.
 
 The run goes on in the main thread; a helper thread waits until the run is blocked where the
 case says, sleeps a little (so the block is real), then records the time and sets the cancel
@@ -13,6 +13,9 @@ event. Latency = the moment ``run_agent`` returned minus the moment the event wa
   reads; wait for the headers of a server that read the request and never answers; and the same
   through a loopback HTTP proxy that accepts and waits (forwarding for ``http://``, ``CONNECT``
   for ``https://``), or whose accept queue is full.
+- (k) the input check of a call whose argument makes a pattern backtrack for minutes
+  (``^([A-Za-z0-9]+\s?)+$`` against 36 letters and ``!``): the search runs in the validator's
+  child process, which the cancel kills (the hook approves, then the check starts).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from .common import Report, Row, fmt_ms, median, percentile
 
-TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghij", 0.100)}
+TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghij", 0.100), "k": 0.100}
 BIG_BODY = 30 * 1024 * 1024
 BLOCKED_FOR = 0.02  # seconds the run is left blocked before the cancel
 
@@ -217,6 +220,35 @@ def _case_tool() -> Callable[[threading.Event, threading.Event], Any]:
     return start
 
 
+def _case_pattern() -> Callable[[threading.Event, threading.Event], Any]:
+    from miniagent import Approval, ToolCall, ToolResult, run_agent
+    from miniagent.testing import ScriptedClient
+    from miniagent.tools import Tool
+
+    name = {"type": "string", "pattern": r"^([A-Za-z0-9]+\s?)+$"}
+    schema = {"type": "object", "properties": {"name": name}}
+    tool = Tool("name", "Take a name.", schema, lambda arguments, cancel: ToolResult("never"))
+
+    def start(cancel: threading.Event, blocked: threading.Event) -> Any:
+        client = ScriptedClient([[ToolCall("call_1", "name", {"name": "a" * 36 + "!"})], ["never"]])
+
+        def approve(call: Any) -> Approval:
+            blocked.set()  # the input check starts right after this
+            return Approval(True)
+
+        return run_agent(
+            client=client,
+            system="bench",
+            tools=[tool],
+            user="go",
+            max_turns=2,
+            cancel=cancel,
+            before_tool_call=approve,
+        )
+
+    return start
+
+
 def _case_command(workspace: str) -> Callable[[threading.Event, threading.Event], Any]:
     from miniagent import ToolCall, run_agent
     from miniagent.testing import ScriptedClient
@@ -277,6 +309,7 @@ def run(report: Report, quick: bool) -> None:
             "b": ("cooperative tool waiting on the event", _case_tool(), 1),
             "c": ("run_command running `sleep 30`", _case_command(workspace), 1),
             **_phase_cases(stack),
+            "k": ("input check backtracking in a pattern (search child)", _case_pattern(), 1),
         }
         for key, (label, start, divisor) in cases.items():
             _trial(start)  # warm-up

@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from .common import Report, Row, fmt_us, fmt_x, have, median
+from .common import Report, Row, Section, fmt_us, fmt_x, have, median
 
 PER_TURN_TARGET = 20e-6
 GROWTH_TARGET = 1.5
@@ -243,6 +243,7 @@ def run(report: Report, quick: bool) -> None:
         "With usage: every turn also streams a `UsageEvent` (summed into `RunResult.usage`) and the "
         "run has `max_total_tokens` and `max_cost_usd`, checked before each request."
     )
+    _input_check_rows(section, quick)
 
     peer_sizes = (50, 500)
     peer_repeats = {50: 3 if quick else 7, 500: 1 if quick else 3}  # fewer when a run is long
@@ -293,3 +294,44 @@ def run(report: Report, quick: bool) -> None:
                 f"{fmt_us(cost)} vs {fmt_us(mini['memory', n])} per turn",
             )
         )
+
+
+UNIQUE_TARGET = 1.0  # seconds: well inside a --timeout of a few seconds
+
+
+def _input_check_rows(section: Section, quick: bool) -> None:
+    """The input check alone: a small tool input (what every turn above runs), and
+    ``uniqueItems`` over 20,000 items (linear in the items: hashed canonical forms)."""
+    import timeit
+
+    from miniagent import tool
+    from miniagent.validation import check_value
+
+    @tool
+    def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
+        """Read a file.
+
+        Args:
+            path: the file.
+            offset: first line.
+            limit: most lines.
+        """
+        return path
+
+    schema, arguments = read_file.input_schema, {"path": "src/app.py", "offset": 10}
+    number = 20_000 if quick else 200_000
+    small = min(timeit.repeat(lambda: check_value(schema, arguments), number=number, repeat=5)) / number
+    label = "input check (check_value) of a small tool input"
+    section.rows.append(Row(label, fmt_us(small), note="min of 5 runs"))
+    items = [[i, {"n": str(i)}] for i in range(20_000)]
+    unique_schema = {"uniqueItems": True}
+    unique = median([timeit.timeit(lambda: check_value(unique_schema, items), number=1) for _ in range(5)])
+    section.rows.append(
+        Row(
+            "input check: uniqueItems over 20,000 items",
+            f"{unique * 1e3:.1f} ms",
+            f"< {UNIQUE_TARGET:.0f} s",
+            unique < UNIQUE_TARGET,
+            "each item an array holding an object; median of 5",
+        )
+    )

@@ -322,6 +322,10 @@ def run(report: Report, quick: bool) -> None:
         "of the size, served chunked from 127.0.0.1 with TCP_NODELAY; clients interleaved."
     )
 
+    from .decode import add_rows as add_decode_rows
+
+    add_decode_rows(section, {api: _payloads(body) for api, (body, _first) in bodies.items()}, quick)
+
     mini_rates: dict[str, float] = {}
     for api, (body, _first) in bodies.items():
         chunks = _pieces(body)

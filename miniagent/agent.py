@@ -122,9 +122,9 @@ class RunResult:
             ValueError: not JSON, not an object, an unknown stop reason, or a bad message or usage.
         """
         if isinstance(data, (str, bytes, bytearray)):
-            import json
+            from ._json import loads
 
-            data = json.loads(data)
+            data = loads(data)
         if type(data) is not dict:
             raise ValueError("a run result is a JSON object")
         stop_reason = data.get("stop_reason")
@@ -326,9 +326,11 @@ class _Loop:
                 if not calls:
                     if self.output is None:
                         return self.stop("complete")
-                    value, problem = self.output.parse(text)
+                    value, problem = self.output.parse(text, self.cancel)
                     if problem is None:
                         return self.stop("complete", value)
+                    if self.cancelled():  # the check saw the cancel: no feedback is written
+                        return self.stop("aborted")
                     self.record(Message("user", self.output.feedback(problem)))
                     continue
                 self.run_tool_calls(calls)
@@ -417,8 +419,9 @@ class _Loop:
         tool = self.tools_by_name.get(call.name)
         if tool is None:
             return f"unknown tool: {call.name}", True
-        problem = call.input_error or check_input(tool.input_schema, call.input)
+        problem = call.input_error or check_input(tool.input_schema, call.input, cancel=self.cancel)
         if problem:
+            self.checkpoint(calls, index)  # a check stopped by the cancel: the tool never starts
             return f"invalid input for {call.name}: {problem}", True
         result = self.execute(calls, index, tool)
         return result.content, result.is_error

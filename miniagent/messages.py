@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._json import loads
+
 __all__ = [
     "Role",
     "ToolCall",
@@ -144,7 +146,7 @@ class Message:
             ValueError: not JSON, or not a well-formed message (the text says which field).
         """
         if isinstance(data, (str, bytes, bytearray)):
-            data = json.loads(data)
+            data = loads(data)  # depth-safe (miniagent._json)
         return message_from_json(data)
 
 

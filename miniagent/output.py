@@ -23,11 +23,15 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ._json import loads
 from ._strict import strict_problem
 from .messages import Message
 from .validation import check_value
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = [
     "OutputSchema",
@@ -47,11 +51,15 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_output(text: str, schema: Any) -> tuple[Any, str | None]:
+def parse_output(
+    text: str, schema: Any, cancel: threading.Event | None = None
+) -> tuple[Any, str | None]:
     """Decode ``text`` as one JSON value and check it against ``schema``.
 
     The whole text is tried first; if it is not JSON, the first fenced code block (```json or
-    plain ```) is. ``NaN``/``Infinity`` are refused (not JSON).
+    plain ```) is. ``NaN``/``Infinity`` are refused (not JSON), so is a value nested deeper than
+    ``miniagent._json.MAX_DEPTH``. The check is ``validation.check_value``: ``cancel`` stops it
+    (the problem then says so), as does its default time limit.
 
     Returns:
         ``(value, None)`` when valid; ``(None, problem)`` otherwise, where ``problem`` is e.g.
@@ -59,16 +67,16 @@ def parse_output(text: str, schema: Any) -> tuple[Any, str | None]:
         ``"answer.lines: expected integer, got string"``.
     """
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = loads(text, parse_constant=_refuse_constant)
     except ValueError as exc:
         fenced = re.search(_FENCE, text, re.DOTALL)
         if fenced is None:
             return None, f"the answer is not JSON: {exc}"
         try:
-            value = json.loads(fenced.group(1), parse_constant=_refuse_constant)
+            value = loads(fenced.group(1), parse_constant=_refuse_constant)
         except ValueError as inner:
             return None, f"the ```json block of the answer is not JSON: {inner}"
-    problem = check_value(schema, value, "answer")
+    problem = check_value(schema, value, "answer", cancel=cancel)
     return (None, problem) if problem else (value, None)
 
 
@@ -123,9 +131,10 @@ class OutputSchema:
         described = describe(spec)
         return cls(described.schema, described.convert)
 
-    def parse(self, text: str) -> tuple[Any, str | None]:
-        """``(output, None)`` for a valid answer (converted), else ``(None, problem)``."""
-        value, problem = parse_output(text, self.schema)
+    def parse(self, text: str, cancel: threading.Event | None = None) -> tuple[Any, str | None]:
+        """``(output, None)`` for a valid answer (converted), else ``(None, problem)``
+        (``parse_output``; ``cancel`` stops the check)."""
+        value, problem = parse_output(text, self.schema, cancel)
         if problem is not None or self.convert is None:
             return value, problem
         return self.convert(value), None

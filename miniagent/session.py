@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, Union, runtime_checkable
 
+from ._json import MAY_NEST_TOO_DEEP, JSONDepthError, check_nesting, loads
 from ._regular import NotRegularFileError, open_regular
 from ._torn import is_cut_session_line
 from .errors import SessionError
@@ -165,7 +166,7 @@ def decode_record(where: object, record: bytes | str, number: int) -> Message:
             deep, or not a well-formed message.
     """
     try:
-        return message_from_json(json.loads(record))
+        return message_from_json(loads(record))
     except _BAD_DATA as error:
         raise SessionError(where, _problem(error), line=number) from None
 
@@ -174,12 +175,12 @@ _raw_decode = json.JSONDecoder().raw_decode  # the decoder json.loads uses, with
 
 
 def _decode(line: bytes) -> Message:
-    return message_from_json(json.loads(line))
+    return message_from_json(loads(line))
 
 
 def _problem(error: BaseException) -> str:
     """What was wrong with a line, for ``SessionError``."""
-    if isinstance(error, RecursionError):
+    if isinstance(error, (RecursionError, JSONDepthError)):
         return "line is nested too deep"
     return f"line is not a valid message ({error})"
 
@@ -193,12 +194,12 @@ def _decode_tail(path: PathLike, tail: bytes, number: int | Callable[[], int]) -
     or a function that counts it (only called for the error).
     """
     try:
-        data = json.loads(tail)
+        data = loads(tail)
     except _BAD_DATA as error:
         if is_cut_session_line(tail):
             return None
         line = number if isinstance(number, int) else number()
-        if isinstance(error, RecursionError):
+        if isinstance(error, (RecursionError, JSONDepthError)):
             raise SessionError(path, _problem(error), line=line) from None
         raise SessionError(path, "line is not JSON: not a session file?", line=line) from None
     try:
@@ -229,6 +230,8 @@ def _parse_clean(head: bytes) -> list[Message] | None:
             data, end = decode(text, pos)
             if text[end] != "\n":
                 return None
+            if end - pos > MAY_NEST_TOO_DEEP:
+                check_nesting(data)  # too deep: the line-by-line path reports the line
             append(message_from_json(data))
             pos = end + 1
     except (ValueError, IndexError, RecursionError):

@@ -113,20 +113,23 @@ def tool_output_chars(context_max_chars: int | None) -> int:
 # --- input checking -----------------------------------------------------------------------------
 
 
-def check_input(schema: dict[str, Any], value: Any, where: str = "input") -> str | None:
+def check_input(
+    schema: dict[str, Any], value: Any, where: str = "input", *, cancel: threading.Event | None = None
+) -> str | None:
     """Check a tool call's decoded arguments against the tool's ``input_schema``.
 
     The loop runs it before ``execute``; a problem becomes an error result the model reads (the
     tool does not run). JSON Schema 2020-12: the keywords the ``@tool`` decorator emits and those
     written by hand (``anyOf``, ``oneOf``, ``allOf``, ``const``, ``enum``, bounds, lengths,
     ``pattern``, item counts, nested objects, local ``$ref``/``$defs``); the full list is in
-    ``miniagent.validation.check_value``.
+    ``miniagent.validation.check_value``, which also bounds the time it takes: ``cancel`` (the
+    run's event) stops it, as does ``validation.CHECK_TIMEOUT``.
 
     Returns:
         ``None`` when the value fits, else one line saying where and what is wrong, e.g.
         ``input.path: expected string, got integer``.
     """
-    return check_value(schema, value, where)
+    return check_value(schema, value, where, cancel=cancel)
 
 
 # --- the @tool decorator --------------------------------------------------------------------------

@@ -18,10 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PRICE_KEYS", "Usage"]
+__all__ = ["PRICE_KEYS", "Usage", "price_table_installed"]
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 """The keys of a ``prices`` mapping (US dollars per million tokens of each kind), in order."""
+
+
+def price_table_installed() -> bool:
+    """Whether the ``genai-prices`` table (extra ``cost``) can be imported (not imported here)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("genai_prices") is not None
+    except (ImportError, ValueError):
+        return False
+
 
 _INT_FIELDS = (
     "input_tokens",

@@ -3,98 +3,75 @@
 - ``json_type_name(value)``: the one place that names the JSON type of a decoded value
   (``"string"``, ``"integer"``, ``"number"``, ``"boolean"``, ``"array"``, ``"object"``, ``"null"``);
   error texts of the input check and of the providers' argument decoding use it.
-- ``check_value(schema, value, where)``: ``None`` when ``value`` is valid against ``schema``, else
-  one line saying where and what is wrong. Semantics are JSON Schema 2020-12 (the keywords listed
-  in its docstring); the test suite compares every verdict with the ``jsonschema`` package.
-- ``schema_problem(schema)``: ``None`` for a well-formed schema, else where its types are wrong
-  (``--output-schema`` refuses such a file before the run).
+- ``check_value(schema, value, where, cancel=, timeout=)``: ``None`` when ``value`` is valid
+  against ``schema``, else one line saying where and what is wrong. Semantics are JSON Schema
+  2020-12 (the keywords listed in its docstring); the test suite runs the official
+  JSON-Schema-Test-Suite cases of those keywords and compares verdicts with the ``jsonschema``
+  package.
+- ``schema_problem(schema)``: ``None`` for a well-formed schema, else where it is not: wrong
+  types, a ``pattern`` that is not an ECMA-262 expression miniagent can run (``--output-schema``
+  refuses such a file before the run).
 
-Invariants: the check never raises for any schema or value (a schema keyword it does not know is
-not checked; a ``$ref`` it cannot resolve accepts); it reads the schema as given, without compiling
-or caching it, so a caller may build schemas freely; one call costs about a microsecond for a
-small tool input (the loop runs it before every tool call, see ``bench/loop.py``).
+Invariants:
+
+- The check never raises, for any schema or value: a keyword it does not know is not checked, a
+  ``$ref`` it cannot resolve accepts, a pattern it cannot run is not checked (``schema_problem``
+  reports it).
+- It is bounded: a check that the ``cancel`` event stops, or that runs past ``timeout`` seconds,
+  ends within a few tens of milliseconds with a problem saying so. Work is counted as it goes
+  (items, properties, sub-schemas, each pattern search by its bound on backtracking) and every
+  ``context.POLL_EVERY`` units the event and the clock are read (the clock starts at the first
+  such look, so a check too small to reach one never reads it). A value or schema nested too
+  deeply for the interpreter's stack gets a problem saying so, whatever the caller's own depth.
+- Patterns and time: ``re`` backtracks, and nothing can stop a search from another thread. So
+  every pattern gets a bound on its backtracking from its structure (``ecma_regex``: exponential
+  when a repeated part holds another repeat, an alternation or a back reference, else a power of
+  the text's length); a search whose bound is small runs in this process, any other in a child
+  process that is killed on the cancel or the timeout (``_validation.bounded_search``). No
+  pattern is refused for its shape and no text is cut: the verdict is ``re``'s, and a search that
+  would outlast the run ends with it.
+- ``pattern`` is ECMA-262 (``$`` is the end of the text, ``\\d`` is ``[0-9]``, ...:
+  ``miniagent._validation.ecma_regex``); ``multipleOf`` is exact decimal arithmetic on the
+  numbers as written (``0.07`` is a multiple of ``0.01``), for numbers of any size.
+- It reads the schema as given, without compiling it (patterns are translated once per text and
+  cached), so a caller may build schemas freely; one call costs about a microsecond for a small
+  tool input (the loop runs it before every tool call, see ``bench/loop.py``).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["JSON_TYPE_NAMES", "json_type_name", "check_value", "schema_problem"]
+from ._validation.context import UNRESOLVED, Context, Stop, on_a_fresh_stack, resolve
+from ._validation.schema_problem import schema_problem
+from ._validation.types import JSON_TYPE_NAMES, JSON_TYPES, accept, is_number, json_type_name
+from ._validation.unevaluated import unevaluated_items, unevaluated_properties
+from ._validation.values import first_duplicate, is_multiple, json_equal
+from ._validation.values import show as _show
 
-JSON_TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
+if TYPE_CHECKING:
+    import threading
 
-_SHOW_MAX = 60  # characters of a value quoted in an error text
+__all__ = [
+    "JSON_TYPE_NAMES",
+    "CHECK_TIMEOUT",
+    "json_type_name",
+    "json_equal",
+    "check_value",
+    "schema_problem",
+]
 
+CHECK_TIMEOUT = 10.0
+"""Seconds one ``check_value`` call may take by default before it stops with a problem."""
 
-def _is_integer(value: Any) -> bool:
-    # JSON Schema 2020-12: any number with a zero fractional part is an integer (1.0 too).
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+class _Context(Context):
+    """A ``Context`` whose ``check`` is this module's."""
 
+    __slots__ = ()
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-    "null": lambda v: v is None,
-}
-
-
-def json_type_name(value: Any) -> str:
-    """The JSON type of a decoded JSON value: one of ``JSON_TYPE_NAMES``.
-
-    A number with a zero fractional part is ``"integer"`` (JSON Schema 2020-12); a Python value
-    that JSON cannot hold gets its Python type name (e.g. ``"tuple"``).
-    """
-    for name in ("boolean", "integer", "number", "string", "array", "object", "null"):
-        if _JSON_TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-def _accept(value: Any) -> bool:
-    return True
-
-
-def _show(value: Any) -> str:
-    """A value as JSON for an error text, shortened to about ``_SHOW_MAX`` characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= _SHOW_MAX else text[: _SHOW_MAX - 3] + "..."
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of two decoded JSON values as JSON Schema defines it (``enum``, ``const``,
-    ``uniqueItems``): ``1 == 1.0``, but ``true != 1`` and ``false != 0``, also inside arrays and
-    objects."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, list):
-        if not isinstance(b, list) or len(a) != len(b):
-            return False
-        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return (
-            isinstance(b, dict)
-            and a.keys() == b.keys()
-            and all(json_equal(item, b[key]) for key, item in a.items())
-        )
-    if isinstance(b, (list, dict)):
-        return False
-    return bool(a == b)
+    def check(self, schema: Any, value: Any, where: str) -> str | None:
+        return _check(schema, value, where, self)
 
 
 def _in_enum(value: Any, choices: Any) -> bool:
@@ -103,39 +80,51 @@ def _in_enum(value: Any, choices: Any) -> bool:
     return any(json_equal(value, choice) for choice in choices)
 
 
+# The Python type that always has a JSON type name (the fast test of ``type``; other values, such
+# as 1.0 for "integer", take the full test).
+_EXACT_TYPES: dict[Any, type] = {
+    "object": dict,
+    "string": str,
+    "array": list,
+    "boolean": bool,
+    "integer": int,
+    "number": float,
+    "null": type(None),
+}
+
 # --- keywords -----------------------------------------------------------------------------------
-# Each keyword function: (keyword's value, the whole schema node, value, where, root) -> problem.
+# Each keyword function: (keyword's value, the whole schema node, value, where, context) -> problem.
 
-Keyword = Callable[[Any, dict[str, Any], Any, str, Any], "str | None"]
+Keyword = Callable[[Any, dict[str, Any], Any, str, _Context], "str | None"]
 
 
-def _type(expected: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _type(expected: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if isinstance(expected, list):
-        if any(_JSON_TYPES.get(name, _accept)(value) for name in expected):
+        if any(JSON_TYPES.get(name, accept)(value) for name in expected):
             return None
         names = " or ".join(str(name) for name in expected)
-    elif _JSON_TYPES.get(expected, _accept)(value):
+    elif JSON_TYPES.get(expected, accept)(value):
         return None
     else:
         names = str(expected)
     return f"{where}: expected {names}, got {json_type_name(value)}"
 
 
-def _enum(choices: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _enum(choices: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(choices, list) or _in_enum(value, choices):
         return None
     return f"{where}: {_show(value)} is not one of {', '.join(_show(c) for c in choices)}"
 
 
-def _const(const: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _const(const: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if json_equal(value, const):
         return None
     return f"{where}: expected {_show(const)}, got {_show(value)}"
 
 
 def _bounds(kind: str) -> Keyword:
-    def check(limit: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-        if not _is_number(value) or not _is_number(limit):
+    def check(limit: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+        if not is_number(value) or not is_number(limit):
             return None
         if kind == "minimum" and value < limit:
             return f"{where}: {_show(value)} is less than the minimum {_show(limit)}"
@@ -150,23 +139,17 @@ def _bounds(kind: str) -> Keyword:
     return check
 
 
-def _multiple_of(divisor: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-    if not _is_number(value) or not _is_number(divisor) or divisor <= 0:
+def _multiple_of(divisor: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+    if not is_number(value) or not is_number(divisor) or divisor <= 0:
         return None
-    if isinstance(divisor, float):  # the same arithmetic as the jsonschema package
-        quotient = value / divisor
-        try:
-            failed = int(quotient) != quotient
-        except OverflowError:
-            failed = True
-    else:
-        failed = bool(value % divisor)
-    return f"{where}: {_show(value)} is not a multiple of {_show(divisor)}" if failed else None
+    if is_multiple(value, divisor):
+        return None
+    return f"{where}: {_show(value)} is not a multiple of {_show(divisor)}"
 
 
 def _sizes(kind: str, of: type, unit: str) -> Keyword:
-    def check(limit: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-        if not isinstance(value, of) or not _is_number(limit):
+    def check(limit: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+        if not isinstance(value, of) or not is_number(limit):
             return None
         size = len(value)  # type: ignore[arg-type]  # an instance of ``of``
         if kind == "min" and size < limit:
@@ -178,20 +161,18 @@ def _sizes(kind: str, of: type, unit: str) -> Keyword:
     return check
 
 
-def _pattern(pattern: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _pattern(pattern: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, str) or not isinstance(pattern, str):
         return None
-    try:
-        found = re.search(pattern, value)  # re caches compiled patterns
-    except re.error:
-        return None  # not a pattern Python can read: not checked
-    return None if found else f"{where}: {_show(value)} does not match the pattern {pattern!r}"
+    if ctx.search(pattern, value) is not False:  # found, or a pattern miniagent cannot run
+        return None
+    return f"{where}: {_show(value)} does not match the pattern {pattern!r}"
 
 
 # --- objects --------------------------------------------------------------------------------------
 
 
-def _required(names: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _required(names: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, dict) or not isinstance(names, list):
         return None
     missing = [str(name) for name in names if name not in value]
@@ -201,40 +182,35 @@ def _required(names: Any, schema: dict[str, Any], value: Any, where: str, root: 
     return f"{where}: missing required propert{plural} {', '.join(missing)}"
 
 
-def _properties(properties: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _properties(properties: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, dict) or not isinstance(properties, dict):
         return None
+    ctx.spend(len(value))
     for key, item in value.items():
         if key in properties:
-            problem = _check(properties[key], item, f"{where}.{key}", root)
+            problem = _check(properties[key], item, f"{where}.{key}", ctx)
             if problem:
                 return problem
     return None
 
 
 def _pattern_properties(
-    patterns: Any, schema: dict[str, Any], value: Any, where: str, root: Any
+    patterns: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context
 ) -> str | None:
     if not isinstance(value, dict) or not isinstance(patterns, dict):
         return None
     for pattern, subschema in patterns.items():
+        ctx.spend(len(value))
         for key, item in value.items():
-            if _search(pattern, key):
-                problem = _check(subschema, item, f"{where}.{key}", root)
+            if ctx.search(pattern, key):
+                problem = _check(subschema, item, f"{where}.{key}", ctx)
                 if problem:
                     return problem
     return None
 
 
-def _search(pattern: Any, text: str) -> bool:
-    try:
-        return re.search(pattern, text) is not None
-    except (re.error, TypeError):
-        return False
-
-
 def _additional_properties(
-    extra: Any, schema: dict[str, Any], value: Any, where: str, root: Any
+    extra: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context
 ) -> str | None:
     if not isinstance(value, dict) or extra is True:
         return None
@@ -242,32 +218,34 @@ def _additional_properties(
     if not isinstance(properties, dict):
         properties = {}
     patterns = schema.get("patternProperties")
+    ctx.spend(len(value))
     for key, item in value.items():
         if key in properties:
             continue
-        if isinstance(patterns, dict) and any(_search(p, key) for p in patterns):
+        if isinstance(patterns, dict) and any(ctx.search(p, key) for p in patterns):
             continue
         if extra is False:
             allowed = ", ".join(properties) or "none"
             return f"{where}: unknown property {key!r} (allowed: {allowed})"
-        problem = _check(extra, item, f"{where}.{key}", root)
+        problem = _check(extra, item, f"{where}.{key}", ctx)
         if problem:
             return problem
     return None
 
 
-def _property_names(names: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _property_names(names: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, dict):
         return None
+    ctx.spend(len(value))
     for key in value:
-        problem = _check(names, key, f"{where} (property name {key!r})", root)
+        problem = _check(names, key, f"{where} (property name {key!r})", ctx)
         if problem:
             return problem
     return None
 
 
 def _dependent_required(
-    dependencies: Any, schema: dict[str, Any], value: Any, where: str, root: Any
+    dependencies: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context
 ) -> str | None:
     if not isinstance(value, dict) or not isinstance(dependencies, dict):
         return None
@@ -279,24 +257,38 @@ def _dependent_required(
     return None
 
 
+def _dependent_schemas(
+    dependencies: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context
+) -> str | None:
+    if not isinstance(value, dict) or not isinstance(dependencies, dict):
+        return None
+    for key, subschema in dependencies.items():
+        if key in value:
+            problem = _check(subschema, value, where, ctx)
+            if problem:
+                return problem
+    return None
+
+
 # --- arrays ---------------------------------------------------------------------------------------
 
 
-def _prefix_items(prefix: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _prefix_items(prefix: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, list) or not isinstance(prefix, list):
         return None
+    ctx.spend(min(len(prefix), len(value)))
     for index, (subschema, item) in enumerate(zip(prefix, value, strict=False)):
-        problem = _check(subschema, item, f"{where}[{index}]", root)
+        problem = _check(subschema, item, f"{where}[{index}]", ctx)
         if problem:
             return problem
     return None
 
 
-def _items(items: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _items(items: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, list):
         return None
     if isinstance(items, list):  # the older tuple form: items[i] for item i, then additionalItems
-        problem = _prefix_items(items, schema, value, where, root)
+        problem = _prefix_items(items, schema, value, where, ctx)
         if problem or "additionalItems" not in schema:
             return problem
         start, items = len(items), schema["additionalItems"]
@@ -307,32 +299,33 @@ def _items(items: Any, schema: dict[str, Any], value: Any, where: str, root: Any
         return None
     if items is False:
         return f"{where}: at most {start} items allowed, got {len(value)}"
+    ctx.spend(len(value) - start)
     for index in range(start, len(value)):
-        problem = _check(items, value[index], f"{where}[{index}]", root)
+        problem = _check(items, value[index], f"{where}[{index}]", ctx)
         if problem:
             return problem
     return None
 
 
-def _unique_items(unique: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _unique_items(unique: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if unique is not True or not isinstance(value, list):
         return None
-    for i, first in enumerate(value):
-        for j in range(i + 1, len(value)):
-            if json_equal(first, value[j]):
-                return f"{where}: items {i} and {j} are equal; items must be unique"
-    return None
+    pair = first_duplicate(value, ctx.spend)
+    if pair is None:
+        return None
+    return f"{where}: items {pair[0]} and {pair[1]} are equal; items must be unique"
 
 
-def _contains(subschema: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _contains(subschema: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(value, list):
         return None
-    count = sum(1 for item in value if _check(subschema, item, where, root) is None)
+    ctx.spend(len(value))
+    count = sum(1 for item in value if _check(subschema, item, where, ctx) is None)
     low = schema.get("minContains", 1)
     high = schema.get("maxContains")
-    if _is_number(low) and count < low:
+    if is_number(low) and count < low:
         return f"{where}: {count} items match 'contains', at least {low} expected"
-    if high is not None and _is_number(high) and count > high:
+    if high is not None and is_number(high) and count > high:
         return f"{where}: {count} items match 'contains', at most {high} expected"
     return None
 
@@ -340,35 +333,38 @@ def _contains(subschema: Any, schema: dict[str, Any], value: Any, where: str, ro
 # --- combinations and references ------------------------------------------------------------------
 
 
-def _all_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _all_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(schemas, list):
         return None
+    ctx.spend(len(schemas))
     for subschema in schemas:
-        problem = _check(subschema, value, where, root)
+        problem = _check(subschema, value, where, ctx)
         if problem:
             return problem
     return None
 
 
-def _any_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _any_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(schemas, list):
         return None
+    ctx.spend(len(schemas))
     problems = []
     for subschema in schemas:
-        problem = _check(subschema, value, where, root)
+        problem = _check(subschema, value, where, ctx)
         if problem is None:
             return None
         problems.append(problem)
     return _none_matched(problems, value, where)
 
 
-def _one_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
+def _one_of(schemas: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
     if not isinstance(schemas, list):
         return None
+    ctx.spend(len(schemas))
     problems: list[str] = []
     matched: list[int] = []
     for index, subschema in enumerate(schemas):
-        problem = _check(subschema, value, where, root)
+        problem = _check(subschema, value, where, ctx)
         if problem is None:
             matched.append(index)
         else:
@@ -397,51 +393,23 @@ def _none_matched(problems: list[str], value: Any, where: str) -> str:
     return f"{where}: matches none of the allowed forms: " + " | ".join(deeper)
 
 
-def _not(subschema: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-    if _check(subschema, value, where, root) is not None:
+def _not(subschema: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+    if _check(subschema, value, where, ctx) is not None:
         return None
     return f"{where}: {_show(value)} matches a form that is not allowed"
 
 
-def _if(condition: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-    branch = "then" if _check(condition, value, where, root) is None else "else"
+def _if(condition: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+    branch = "then" if _check(condition, value, where, ctx) is None else "else"
     if branch not in schema:
         return None
-    return _check(schema[branch], value, where, root)
+    return _check(schema[branch], value, where, ctx)
 
 
-def _ref(reference: Any, schema: dict[str, Any], value: Any, where: str, root: Any) -> str | None:
-    target = _resolve(reference, root)
-    return None if target is _UNRESOLVED else _check(target, value, where, root)
-
-
-_UNRESOLVED = object()
-
-
-def _resolve(reference: Any, root: Any) -> Any:
-    """Follow a local ``$ref`` (``#``, ``#/$defs/Name``, any JSON pointer into the root schema);
-    anything else is ``_UNRESOLVED`` (not checked)."""
-    if not isinstance(reference, str) or not reference.startswith("#"):
-        return _UNRESOLVED
-    node = root
-    pointer = reference[1:]
-    if "%" in pointer:  # a URI fragment may be percent-encoded
-        from urllib.parse import unquote
-
-        pointer = unquote(pointer)
-    if not pointer:
-        return node
-    if not pointer.startswith("/"):
-        return _UNRESOLVED  # an anchor name: not supported
-    for part in pointer[1:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _UNRESOLVED
-    return node
+def _ref(reference: Any, schema: dict[str, Any], value: Any, where: str, ctx: _Context) -> str | None:
+    ctx.spend(1)
+    target = resolve(reference, ctx.root)
+    return None if target is UNRESOLVED else _check(target, value, where, ctx)
 
 
 _KEYWORDS: dict[str, Keyword] = {
@@ -464,12 +432,15 @@ _KEYWORDS: dict[str, Keyword] = {
     "minProperties": _sizes("min", dict, "properties"),
     "maxProperties": _sizes("max", dict, "properties"),
     "dependentRequired": _dependent_required,
+    "dependentSchemas": _dependent_schemas,
+    "unevaluatedProperties": unevaluated_properties,
     "prefixItems": _prefix_items,
     "items": _items,
     "minItems": _sizes("min", list, "items"),
     "maxItems": _sizes("max", list, "items"),
     "uniqueItems": _unique_items,
     "contains": _contains,
+    "unevaluatedItems": unevaluated_items,
     "allOf": _all_of,
     "anyOf": _any_of,
     "oneOf": _one_of,
@@ -479,7 +450,7 @@ _KEYWORDS: dict[str, Keyword] = {
 }
 
 
-def _check(schema: Any, value: Any, where: str, root: Any) -> str | None:
+def _check(schema: Any, value: Any, where: str, ctx: _Context) -> str | None:
     if type(schema) is not dict:
         if schema is False:
             return f"{where}: no value is allowed here"
@@ -487,17 +458,22 @@ def _check(schema: Any, value: Any, where: str, root: Any) -> str | None:
     for key, argument in schema.items():
         # The keywords of every tool schema are inlined: this runs before every tool call.
         if key == "type":
-            if type(argument) is str and _JSON_TYPES.get(argument, _accept)(value):
+            if type(argument) is str and (
+                type(value) is _EXACT_TYPES.get(argument) or JSON_TYPES.get(argument, accept)(value)
+            ):
                 continue
-            problem = _type(argument, schema, value, where, root)
+            problem = _type(argument, schema, value, where, ctx)
         elif key == "description":
             continue
         elif key == "properties":
             if type(value) is not dict or type(argument) is not dict:
                 continue
+            ctx.budget -= len(value)
+            if ctx.budget < 0:
+                ctx.spend(0)
             for name, item in value.items():
                 if name in argument:
-                    problem = _check(argument[name], item, f"{where}.{name}", root)
+                    problem = _check(argument[name], item, f"{where}.{name}", ctx)
                     if problem:
                         return problem
             continue
@@ -506,105 +482,72 @@ def _check(schema: Any, value: Any, where: str, root: Any) -> str | None:
                 continue
             for name in argument:
                 if name not in value:
-                    return _required(argument, schema, value, where, root)
+                    return _required(argument, schema, value, where, ctx)
             continue
         elif key == "additionalProperties" and argument is False and type(value) is dict:
             properties = schema.get("properties")
             if type(properties) is dict and "patternProperties" not in schema:
                 for name in value:
                     if name not in properties:
-                        return _additional_properties(argument, schema, value, where, root)
+                        return _additional_properties(argument, schema, value, where, ctx)
                 continue
-            problem = _additional_properties(argument, schema, value, where, root)
+            problem = _additional_properties(argument, schema, value, where, ctx)
         else:
             keyword = _KEYWORDS.get(key)
             if keyword is None:
                 continue
-            problem = keyword(argument, schema, value, where, root)
+            problem = keyword(argument, schema, value, where, ctx)
         if problem:
             return problem
     return None
 
 
-def check_value(schema: Any, value: Any, where: str = "input") -> str | None:
+def check_value(
+    schema: Any,
+    value: Any,
+    where: str = "input",
+    *,
+    cancel: threading.Event | None = None,
+    timeout: float | None = CHECK_TIMEOUT,
+) -> str | None:
     """Check a decoded JSON value against a JSON Schema (2020-12 semantics).
 
     Checked keywords: ``type`` (a name or a list), ``enum``, ``const``, ``minimum``, ``maximum``,
-    ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf``, ``minLength``, ``maxLength``
-    (characters), ``pattern`` (Python ``re.search``), ``required``, ``properties``,
-    ``patternProperties``, ``additionalProperties``, ``propertyNames``, ``minProperties``,
-    ``maxProperties``, ``dependentRequired``, ``prefixItems``, ``items`` (also the older array
-    form with ``additionalItems``), ``minItems``, ``maxItems``, ``uniqueItems``, ``contains``
-    (with ``minContains``/``maxContains``), ``allOf``, ``anyOf``, ``oneOf``, ``not``,
-    ``if``/``then``/``else``, and local ``$ref`` (``#/$defs/...``, any JSON pointer). Boolean
-    schemas (``true``/``false``) too. Other keywords (``format``, ``description``, ...) are not
-    checked; neither is a ``$ref`` to another document.
+    ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf`` (exact decimal arithmetic),
+    ``minLength``, ``maxLength`` (characters), ``pattern`` (ECMA-262, see the module docstring),
+    ``required``, ``properties``, ``patternProperties``, ``additionalProperties``,
+    ``propertyNames``, ``minProperties``, ``maxProperties``, ``dependentRequired``,
+    ``dependentSchemas``, ``unevaluatedProperties``, ``prefixItems``, ``items`` (also the older
+    array form with ``additionalItems``), ``minItems``, ``maxItems``, ``uniqueItems``,
+    ``contains`` (with ``minContains``/``maxContains``), ``unevaluatedItems``, ``allOf``,
+    ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``, and local ``$ref`` (``#/$defs/...``,
+    any JSON pointer). Boolean schemas (``true``/``false``) too. Not checked: ``format``,
+    ``content*`` (annotations in 2020-12), ``$dynamicRef``, ``$anchor`` and ``$id`` references,
+    a ``$ref`` to another document, and a pattern that is not ECMA-262 or that ``re`` cannot run
+    (lookbehind of variable width, ``\\p{Script=...}``).
 
     Args:
         schema: the JSON Schema (a dict or a boolean).
         value: the decoded JSON value.
         where: the name of the value in the error text (``input`` for a tool's arguments).
+        cancel: when set, the check stops (within a few tens of milliseconds) with the
+            problem ``"<where>: the check was cancelled"``.
+        timeout: seconds the check may take (``None``: no limit); past it the check stops with
+            a problem saying so.
 
     Returns:
         ``None`` when the value is valid, else one line naming the first problem found, e.g.
         ``input.path: expected string, got integer``.
     """
+    ctx = _Context(schema, cancel, timeout)
     try:
-        return _check(schema, value, where, schema)
+        try:
+            return _check(schema, value, where, ctx)
+        except RecursionError:
+            return on_a_fresh_stack(_check, schema, value, where, ctx)
+    except Stop as stop:
+        return f"{where}: {stop}"
     except RecursionError:
         return f"{where}: the value or the schema nests too deeply to check"
 
 
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SUBSCHEMAS = (
-    "items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
-)  # fmt: skip
-_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_TUPLE_FORMS = ("items", "additionalItems")  # a list of schemas there is the draft 4-7 tuple form
-
-
-def schema_problem(schema: Any, where: str = "schema") -> str | None:
-    """``None`` when ``schema`` is a well-formed JSON Schema as far as types go, else one line
-    saying where it is not: a ``type`` that is not one of ``JSON_TYPE_NAMES`` (``"objekt"``),
-    a sub-schema that is neither an object nor a boolean, ``required`` that is not a list of
-    strings. Catches the typos that would otherwise make every answer invalid (or every answer
-    valid). Never raises.
-    """
-    if isinstance(schema, bool):
-        return None
-    if not isinstance(schema, dict):
-        return f"{where} must be an object or a boolean, not {json_type_name(schema)}"
-    kinds = schema.get("type")
-    if kinds is not None:
-        for kind in kinds if isinstance(kinds, list) else [kinds]:
-            if kind not in JSON_TYPE_NAMES:
-                return f"{where}.type: {kind!r} is not a JSON type (one of {', '.join(JSON_TYPE_NAMES)})"
-    required = schema.get("required")
-    if required is not None and not (
-        isinstance(required, list) and all(isinstance(r, str) for r in required)
-    ):
-        return f"{where}.required must be a list of property names"
-    for key in _SUBSCHEMA_MAPS:
-        mapping = schema.get(key)
-        if mapping is None:
-            continue
-        if not isinstance(mapping, dict):
-            return f"{where}.{key} must be an object of schemas"
-        for name, sub in mapping.items():
-            if problem := schema_problem(sub, f"{where}.{key}.{name}"):
-                return problem
-    for key in _SUBSCHEMAS:
-        tuple_form = key in _TUPLE_FORMS and isinstance(schema.get(key), list)
-        if key in schema and not tuple_form and (problem := schema_problem(schema[key], f"{where}.{key}")):
-            return problem
-    for key in (*_SUBSCHEMA_LISTS, *_TUPLE_FORMS):
-        subs = schema.get(key)
-        if key not in schema or (key in _TUPLE_FORMS and not isinstance(subs, list)):
-            continue
-        if not isinstance(subs, list):
-            return f"{where}.{key} must be a list of schemas"
-        for index, sub in enumerate(subs):
-            if problem := schema_problem(sub, f"{where}.{key}[{index}]"):
-                return problem
-    return None

@@ -155,7 +155,7 @@ def check_price(options: Options, client: ModelClient) -> None:
     can_price = getattr(client, "can_price", None)
     if options.max_cost is None or not callable(can_price) or can_price():
         return
-    from ..providers._pricing import price_table_installed
+    from ..usage import price_table_installed
 
     model = getattr(client, "model", None) or options.model
     if price_table_installed():

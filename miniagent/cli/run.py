@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from .._json import loads
 from .._regular import read_regular
 from ..agent import RunResult
 from ..output import OutputSchema
@@ -68,7 +68,7 @@ def read_output_schema(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageProblem(f"--output-schema {path}: cannot be read ({error})") from None
     try:
-        schema = json.loads(text)
+        schema = loads(text)  # depth-safe: a file nested too deeply is "not JSON" too
     except ValueError as error:
         raise UsageProblem(f"--output-schema {path}: not JSON ({error})") from None
     if not isinstance(schema, dict):

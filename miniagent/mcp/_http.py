@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -35,6 +34,7 @@ from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 from urllib3.util import Timeout
 
+from .._json import loads
 from .._log import Logger
 from ..errors import ProviderError
 from ..net.connection import READ_SIZE, OpenFailed, new_session, open_response, release, response_socket
@@ -264,7 +264,7 @@ class HTTPTransport:
         body = self._read_all(response, cancel, deadline, limit=_ERROR_BODY_BYTES, cut=True)
         if media == "application/json":
             try:
-                value = json.loads(body)
+                value = loads(body)  # depth-safe (miniagent._json)
             except ValueError:
                 value = None
             if isinstance(value, dict) and isinstance(value.get("error"), dict):
@@ -297,7 +297,7 @@ class HTTPTransport:
 
     def _parse(self, body: bytes | bytearray | str) -> Any:
         try:
-            return json.loads(body)
+            return loads(body)
         except ValueError:
             head = body[: _SNIPPET_CHARS * 4]  # enough bytes for the snippet's characters
             snippet = (head if isinstance(head, str) else head.decode("utf-8", "replace"))[:_SNIPPET_CHARS]

@@ -33,6 +33,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._json import loads
 from .._log import Logger
 from ._errors import MCPError
 from ._process import ServerProcess
@@ -188,7 +189,7 @@ class StdioTransport:
             if not text:
                 continue
             try:
-                value = json.loads(text)
+                value = loads(text)  # depth-safe (miniagent._json)
             except ValueError:
                 self._garbage(text)
                 continue

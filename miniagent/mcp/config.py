@@ -21,11 +21,11 @@ Format (``.mcp.json`` of Claude Code, ``claude_desktop_config.json`` of Claude D
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 
+from .._json import loads
 from .._regular import open_regular
 from ._errors import MCPError
 from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer
@@ -56,7 +56,7 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     where = os.fspath(path)
     try:
         with open(open_regular(where), encoding="utf-8") as file:  # a FIFO is refused, never waited on
-            document = json.load(file)
+            document = loads(file.read())  # depth-safe (miniagent._json)
     except OSError as exc:
         raise MCPError(f"{where}: cannot read: {exc.strerror or exc}", kind="config") from None
     except ValueError as exc:

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any, NoReturn
 
+from .._json import JSONDepthError, loads
 from ..errors import ProviderError
 from ..net.sse import SSEEvent
 from ..validation import json_type_name
@@ -19,7 +20,7 @@ __all__ = [
     "parse_tool_input",
 ]
 
-_loads = json.loads
+_loads = loads  # depth-safe: a document nested too deeply is a ValueError (miniagent._json)
 
 MAX_TOKEN_COUNT = 10**10
 """Largest token count taken from a usage object: far above any model's context window, so a
@@ -51,7 +52,7 @@ def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = (
         ProviderError: the data is not valid JSON (the text names the JSON problem and shows the
             start of the data, credentials redacted). Marked retryable: in practice this is a
             stream cut or garbled in transit (e.g. the connection closed mid-line), which a new
-            request may fix.
+            request may fix; not so for data nested deeper than ``miniagent._json.MAX_DEPTH``.
 
     ``NaN``/``Infinity`` literals are accepted here (a stray one in an event field the agent
     does not use is harmless); values that reach the record are checked where they are taken
@@ -63,7 +64,7 @@ def load_event_json(event: SSEEvent, provider: str, secrets: tuple[str, ...] = (
         raise ProviderError(
             f"{provider} sent an event whose data is not valid JSON ({exc}): "
             f"{truncate(redact(event.data[:1000], secrets), 120)!r}",
-            retryable=True,
+            retryable=not isinstance(exc, JSONDepthError),
         ) from None
 
 
@@ -93,7 +94,7 @@ def parse_tool_input(arguments: str) -> tuple[dict[str, Any], str | None]:
     if isinstance(value, str) and value.lstrip().startswith("{"):  # encoded twice
         try:
             inner = _loads_strict(value)
-        except (ValueError, RecursionError):
+        except ValueError:
             inner = None
         if isinstance(inner, dict):
             return inner, None
@@ -138,5 +139,8 @@ def count(value: Any, name: str = "count", provider: str = "the server") -> int:
         return value
     if value is None:
         return 0
-    shown = truncate(repr(value), 60)
+    if type(value) is int and value.bit_length() > 64:  # never turned into 400 digits of text
+        shown = f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"  # log10(2)
+    else:
+        shown = truncate(json.dumps(value, ensure_ascii=False), 60)
     raise ProviderError(f"{provider} reported usage {name} = {shown}, which is not a token count")

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .._json import loads
 from .._redaction import redact
 from .._text import shorten
 from ..errors import ProviderError
@@ -91,7 +92,7 @@ def error_details(body: bytes, secrets: Iterable[str | None] = ()) -> tuple[str,
     """
     text = body.decode("utf-8", "replace").strip()
     try:
-        data: Any = json.loads(text)
+        data: Any = loads(text)  # depth-safe: a deep body is a ValueError here too
     except ValueError:
         data = None
     if isinstance(data, dict):

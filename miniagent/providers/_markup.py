@@ -15,11 +15,11 @@ model by its chat template (``local/template.py``).
 from __future__ import annotations
 
 import ast
-import json
 import re
 import warnings
 from typing import Any
 
+from .._json import JSONDepthError, loads
 from ._decode import nonfinite_problem, parse_tool_input
 
 __all__ = ["OPEN_TAG", "CLOSE_TAG", "ToolCallMarkup", "parse_tool_call_block"]
@@ -126,8 +126,10 @@ def parse_tool_call_block(body: str) -> tuple[str, dict[str, Any], str | None]:
 def _lenient_value(text: str) -> tuple[Any, str | None]:
     """``(value, None)`` from JSON or a Python-syntax literal, else ``(None, problem)``."""
     try:
-        return json.loads(text), None
-    except (ValueError, RecursionError):
+        return loads(text), None
+    except JSONDepthError as exc:
+        return None, str(exc)
+    except ValueError:
         pass
     try:
         with warnings.catch_warnings():  # e.g. "invalid escape sequence" in a Windows path

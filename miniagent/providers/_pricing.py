@@ -22,19 +22,9 @@ from typing import Any
 
 from ..usage import PRICE_KEYS, Usage
 
-__all__ = ["PRICE_KEYS", "Pricer", "check_prices", "price_table_installed"]
+__all__ = ["PRICE_KEYS", "Pricer", "check_prices"]
 
 _PER = 1_000_000
-
-
-def price_table_installed() -> bool:
-    """Whether the ``genai-prices`` table (extra ``cost``) can be imported (not imported here)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("genai_prices") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def check_prices(prices: Mapping[str, float] | None) -> dict[str, float] | None:
@@ -102,17 +92,21 @@ class Pricer:
         return replace(usage, cost_usd=self.cost(usage))
 
     def cost(self, usage: Usage) -> float | None:
-        """The cost of ``usage`` in US dollars, or ``None``."""
+        """The cost of ``usage`` in US dollars, or ``None`` (also for token counts too large to
+        price: never an ``OverflowError``)."""
         if self.prices is not None:
             p = self.prices
             fresh = max(usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens, 0)
-            total = (
-                fresh * p["input"]
-                + usage.cache_read_tokens * p["cache_read"]
-                + usage.cache_write_tokens * p["cache_write"]
-                + usage.output_tokens * p["output"]
-            )
-            return total / _PER
+            try:
+                total = (
+                    fresh * p["input"]
+                    + usage.cache_read_tokens * p["cache_read"]
+                    + usage.cache_write_tokens * p["cache_write"]
+                    + usage.output_tokens * p["output"]
+                )
+            except OverflowError:  # a count past float's range
+                return None
+            return total / _PER if math.isfinite(total) else None
         if self._known is False:
             return None
         cost = self._table_cost(usage)
@@ -135,6 +129,9 @@ class Pricer:
         )
         try:
             result = genai_prices.calc_price(table_usage, self.model, **where)
+            total = float(result.total_price)
         except LookupError:
             return None
-        return float(result.total_price)
+        except (ArithmeticError, ValueError):  # counts too large for the table's arithmetic
+            return None
+        return total if math.isfinite(total) else None

@@ -7,6 +7,7 @@ import enum
 import threading
 import types
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import (
     Any,
     Literal,
@@ -318,7 +319,7 @@ def test_optional_anything_accepts_null() -> None:
 )
 def test_check_covers_hand_written_keywords(schema: Any, value: Any, problem: str | None) -> None:
     assert check_input(schema, value) == problem
-    assert jsonschema.Draft202012Validator(schema).is_valid(value) == (problem is None)
+    assert Oracle(schema).is_valid(value) == (problem is None)
 
 
 def test_a_reference_to_another_document_is_not_checked() -> None:
@@ -454,6 +455,22 @@ def _function_of(hint: Any) -> Callable[..., str]:
 
 
 # --- the property test: jsonschema is the oracle -----------------------------------------------------
+# jsonschema divides floats in binary (0.3 is no multiple of 0.1 there); JSON Schema's multipleOf
+# is about the numbers as written, which check_value follows: the oracle's multipleOf is exact.
+
+
+def _as_written(number: Any) -> Fraction:
+    return Fraction(repr(number)) if isinstance(number, float) else Fraction(number)
+
+
+def _exact_multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    quotient = _as_written(instance) / _as_written(divisor) if validator.is_type(instance, "number") else 1
+    if Fraction(quotient).denominator != 1:
+        yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+
+
+Oracle = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"multipleOf": _exact_multiple_of})
+
 
 _NAMES = ("a", "b", "x")
 _json_scalars = (
@@ -539,7 +556,7 @@ def test_check_agrees_with_jsonschema_on_schemas_from_hints(data: st.DataObject,
     schema = made.input_schema
     value = data.draw(_values_for(hint) | _json_values)
     arguments = {"v": value}
-    expected = jsonschema.Draft202012Validator(schema).is_valid(arguments)
+    expected = Oracle(schema).is_valid(arguments)
     problem = check_input(schema, arguments)
     assert (problem is None) == expected, (schema, arguments, problem)
     if problem is None:
@@ -549,7 +566,7 @@ def test_check_agrees_with_jsonschema_on_schemas_from_hints(data: st.DataObject,
         strict = tool(strict=True)(_function_of(hint))
     except TypeError:
         return
-    assert jsonschema.Draft202012Validator(strict.input_schema).is_valid(arguments) == (
+    assert Oracle(strict.input_schema).is_valid(arguments) == (
         check_input(strict.input_schema, arguments) is None
     )
 
@@ -600,6 +617,12 @@ def _compound(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
             lambda t: {"type": "object", "properties": t[0], "additionalProperties": t[1]}
         ),
         st.tuples(inner, inner, inner).map(lambda t: {"if": t[0], "then": t[1], "else": t[2]}),
+        st.tuples(st.dictionaries(st.sampled_from(_NAMES), inner, max_size=2), schemas, inner).map(
+            lambda t: {"properties": t[0], "anyOf": t[1], "unevaluatedProperties": t[2]}
+        ),
+        st.tuples(schemas, schemas, inner).map(
+            lambda t: {"prefixItems": t[0], "allOf": [{"prefixItems": t[1]}], "unevaluatedItems": t[2]}
+        ),
         st.tuples(inner, inner).map(
             lambda t: {**t[0], **t[1]} if all(isinstance(s, dict) for s in t) else t[0]
         ),
@@ -616,7 +639,7 @@ def test_check_agrees_with_jsonschema_on_hand_written_schemas(
     definition: Any, schema: Any, value: Any
 ) -> None:
     root = {"$defs": {"A": definition}, "allOf": [schema]}
-    expected = jsonschema.Draft202012Validator(root).is_valid(value)
+    expected = Oracle(root).is_valid(value)
     problem = check_input(root, value)
     assert (problem is None) == expected, (root, value, problem)
 

@@ -24,8 +24,8 @@ from providers_server import (
 
 from miniagent import Message, ProviderError, ToolCall, ToolSpec
 from miniagent.providers import AnthropicClient, HTTPSettings, RetryPolicy
+from miniagent.providers._anthropic_body import TRIMMED_PLACEHOLDER, build_messages
 from miniagent.providers._history import short_id
-from miniagent.providers.anthropic import TRIMMED_PLACEHOLDER, build_messages
 
 pytestmark = pytest.mark.timeout(30)
 

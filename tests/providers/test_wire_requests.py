@@ -614,7 +614,7 @@ def test_gemini_gets_each_thought_signature_back_on_its_call() -> None:
 
 
 def test_provider_fields_go_only_to_the_provider_that_sent_them() -> None:
-    from miniagent.providers.anthropic import build_messages
+    from miniagent.providers._anthropic_body import build_messages
 
     gemini = chat_origin("https://generativelanguage.googleapis.com/v1beta/openai")
     record = [

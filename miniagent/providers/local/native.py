@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..._folders import own_folder
+from ..._json import loads
 from ...errors import IncompleteReason
 from ...messages import ToolCall
 from ...model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
@@ -419,7 +420,7 @@ def _parse_call(text: str) -> ToolCall:
     inner = text.strip().removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
     call_id = f"call_{uuid.uuid4().hex[:24]}"
     try:
-        data = json.loads(inner)
+        data = loads(inner)  # depth-safe (miniagent._json)
         name = str(data["name"])
         arguments = json.dumps(data.get("arguments", {}))
     except (ValueError, KeyError, TypeError) as exc:
