@@ -6,7 +6,10 @@ accepts a type whose schema is built here. Supported hints: ``str``, ``int``, ``
 ``Optional[X]`` (``anyOf``; an optional hint accepts ``null``); ``list[X]``, ``tuple[X, ...]``,
 ``set[X]``, ``frozenset[X]``, ``Sequence[X]`` (``items``, ``{}`` when the item type is not
 given); fixed tuples ``tuple[X, Y]`` (``prefixItems``); ``dict[str, X]`` (``additionalProperties``);
-dataclasses and ``TypedDict`` classes (objects), nested in any of the above.
+dataclasses and ``TypedDict`` classes (objects), nested in any of the above; and values sent as
+strings (``STRING_FORMS``): ``pathlib`` paths (a string), ``datetime.datetime``, ``date`` and
+``time`` (ISO 8601 strings, ``format`` ``date-time``/``date``/``time``), ``bytes`` (base64,
+``contentEncoding``).
 
 Invariants:
 
@@ -18,14 +21,21 @@ Invariants:
   form (``Any``, a bare ``list``, ``dict[str, X]``, a fixed tuple) is a ``TypeError``.
 - A value that passed ``validation.check_value`` against the schema converts without error: Enum
   members, dataclass instances, tuples and sets are rebuilt; everything else is passed as is.
+  The one exception is a string form whose text does not parse (``"2024-13-45"`` as a date,
+  ``"%%"`` as base64: ``format`` is not checked by the validator): its conversion raises
+  ``ConversionError`` (a ``ValueError``) naming the property and the form expected.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import collections.abc
 import dataclasses
+import datetime
 import enum
 import inspect
+import pathlib
 import re
 import types
 import typing
@@ -35,9 +45,61 @@ from typing import Any
 
 from .validation import check_value
 
-__all__ = ["TypeSchema", "Field", "json_schema", "describe", "describe_object", "parse_docstring"]
+__all__ = [
+    "STRING_FORMS",
+    "ConversionError",
+    "TypeSchema",
+    "Field",
+    "json_schema",
+    "describe",
+    "describe_object",
+    "parse_docstring",
+]
 
 Convert = Callable[[Any], Any]
+
+
+class ConversionError(ValueError):
+    """A string value that passed the schema but does not parse as its type (a date, base64...).
+
+    ``str()`` names what was expected, e.g. ``"'2024-13-45' is not a date (YYYY-MM-DD)"``;
+    ``describe_object``'s conversion prefixes the property name.
+    """
+
+
+def _iso_datetime(text: str) -> datetime.datetime:
+    # Python 3.10's fromisoformat does not read a trailing "Z" (UTC); 3.11 does.
+    return datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" and text else text)
+
+
+def _base64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
+
+
+STRING_FORMS: dict[type, tuple[dict[str, Any], Callable[[str], Any], str]] = {
+    datetime.datetime: ({"type": "string", "format": "date-time"}, _iso_datetime, "a date-time (ISO 8601)"),
+    datetime.date: ({"type": "string", "format": "date"}, datetime.date.fromisoformat, "a date (YYYY-MM-DD)"),
+    datetime.time: ({"type": "string", "format": "time"}, datetime.time.fromisoformat, "a time (HH:MM[:SS])"),
+    bytes: ({"type": "string", "contentEncoding": "base64"}, _base64, "base64 text"),
+}
+"""Types sent as strings: their schema, how the text is parsed, and what the text must be.
+``pathlib.PurePath`` and its subclasses are strings too (parsed by the class itself)."""
+
+
+def _string_form(hint: type) -> TypeSchema:
+    """The ``TypeSchema`` of a type sent as a string (``STRING_FORMS``, or a ``pathlib`` path)."""
+    if issubclass(hint, pathlib.PurePath):
+        return TypeSchema({"type": "string"}, convert=hint)
+    kind = next(k for k in STRING_FORMS if hint is k)  # datetime before date: exact types only
+    schema, parse, expected = STRING_FORMS[kind]
+
+    def convert(value: Any) -> Any:
+        try:
+            return parse(value)
+        except (ValueError, TypeError, binascii.Error):
+            raise ConversionError(f"{value!r:.60} is not {expected}") from None
+
+    return TypeSchema(dict(schema), convert=convert)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +189,8 @@ def _describe(hint: Any, strict: bool, stack: tuple[type, ...]) -> TypeSchema:
         return _choices(list(args), None)
     if hint in _SCALARS:
         return TypeSchema({"type": _SCALARS[hint]})
+    if hint in STRING_FORMS or (isinstance(hint, type) and issubclass(hint, pathlib.PurePath)):
+        return _string_form(hint)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _choices([member.value for member in hint], hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
@@ -369,7 +433,10 @@ def describe_object(
             if item is None and key in default_on_null:
                 continue
             each = converters.get(key)
-            converted[key] = item if each is None else each(item)
+            try:
+                converted[key] = item if each is None else each(item)
+            except ConversionError as exc:
+                raise ConversionError(f"{key}: {exc}") from None
         return converted
 
     return TypeSchema(object_schema, convert=convert)

@@ -151,7 +151,7 @@ def _make_tool(
     strict: bool,
 ) -> Tool:
     # Imported here: ``import miniagent`` does not pay for the schema builder (bench/startup.py).
-    from .schema import Field, describe_object, parse_docstring
+    from .schema import ConversionError, Field, describe_object, parse_docstring
 
     if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
         raise TypeError(
@@ -179,7 +179,10 @@ def _make_tool(
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
         if convert is not None:
-            arguments = convert(arguments)
+            try:
+                arguments = convert(arguments)
+            except ConversionError as exc:  # a date or base64 text that does not parse
+                return ToolResult(f"invalid input: {exc}", is_error=True)
         if wants_cancel:
             return _to_result(function(**arguments, cancel=cancel))
         return _to_result(function(**arguments))
@@ -225,11 +228,15 @@ def tool(
       ``str`` string, ``int`` integer, ``float`` number, ``bool`` boolean, ``list[X]``,
       ``tuple[X, ...]``, ``set[X]`` arrays with ``items``, fixed ``tuple[X, Y]`` with
       ``prefixItems``, ``dict[str, X]`` object, ``Literal[...]`` and ``enum.Enum`` enums,
-      ``X | Y`` anyOf, ``X | None`` nullable, dataclasses and ``TypedDict`` nested objects);
+      ``X | Y`` anyOf, ``X | None`` nullable, dataclasses and ``TypedDict`` nested objects;
+      ``pathlib.Path``, ``datetime``/``date``/``time`` (ISO 8601) and ``bytes`` (base64) as
+      strings);
       described by the docstring's ``Args:`` entry; required unless it has a default. Extra
       properties are refused.
-    - The function receives converted values: an Enum member, a dataclass instance, a tuple or a
-      set where its hints say so.
+    - The function receives converted values: an Enum member, a dataclass instance, a tuple, a
+      set, a ``Path``, a ``datetime``, ``bytes`` where its hints say so; a string that does not
+      parse as its type (``"2024-13-45"`` as a date) is answered with an error result naming the
+      parameter, and the function is not called.
     - ``strict=True``: the schema is OpenAI's strict-mode form (every property required, a
       parameter with a default is nullable and ``null`` means the default,
       ``additionalProperties: false`` everywhere) and ``Tool.strict`` asks providers to enforce it.
