@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from .messages import ToolCall
-from .validation import check_value
+from .validation import check_value, object_problems
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
@@ -112,6 +112,9 @@ def tool_output_chars(context_max_chars: int | None) -> int:
 
 # --- input checking -----------------------------------------------------------------------------
 
+MAX_PROBLEMS = 10
+"""Most problems ``check_input`` reports for one call's arguments."""
+
 
 def check_input(
     schema: dict[str, Any], value: Any, where: str = "input", *, cancel: threading.Event | None = None
@@ -127,9 +130,15 @@ def check_input(
 
     Returns:
         ``None`` when the value fits, else one line saying where and what is wrong, e.g.
-        ``input.path: expected string, got integer``.
+        ``input.path: expected string, got integer``; for an object, every problem found among
+        its properties, joined by ``"; "`` (at most ``MAX_PROBLEMS``), so that the model can fix
+        all of them in one turn.
     """
-    return check_value(schema, value, where, cancel=cancel)
+    first = check_value(schema, value, where, cancel=cancel)
+    if first is None:  # the usual case: one pass
+        return None
+    return "; ".join(object_problems(schema, value, where, limit=MAX_PROBLEMS, cancel=cancel)) or first
+
 
 
 # --- the @tool decorator --------------------------------------------------------------------------

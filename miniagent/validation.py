@@ -59,6 +59,7 @@ __all__ = [
     "json_type_name",
     "json_equal",
     "check_value",
+    "object_problems",
     "schema_problem",
 ]
 
@@ -551,3 +552,39 @@ def check_value(
         return f"{where}: the value or the schema nests too deeply to check"
 
 
+def object_problems(
+    schema: Any,
+    value: Any,
+    where: str = "input",
+    *,
+    limit: int = 10,
+    cancel: threading.Event | None = None,
+    timeout: float | None = CHECK_TIMEOUT,
+) -> list[str]:
+    """Every problem of an object against an object schema: one per property (each checked as
+    ``check_value`` would, ``$ref`` resolved against ``schema``), then the first of the object's
+    own keywords (``required``, ``additionalProperties``...). For a value that is not an object,
+    or a schema without ``properties``: ``check_value``'s one problem. At most ``limit``
+    problems; an empty list when the value is valid. Arguments as ``check_value``.
+    """
+    properties = schema.get("properties") if type(schema) is dict else None
+    if type(value) is not dict or type(properties) is not dict:
+        problem = check_value(schema, value, where, cancel=cancel, timeout=timeout)
+        return [] if problem is None else [problem]
+    ctx = _Context(schema, cancel, timeout)
+    problems: list[str] = []
+    own = {**schema, "properties": dict.fromkeys(properties, True)}
+    checks = [(properties[name], value[name], f"{where}.{name}") for name in properties if name in value]
+    for subschema, item, place in [*checks, (own, value, where)]:
+        try:
+            try:
+                problem = _check(subschema, item, place, ctx)
+            except RecursionError:
+                problem = on_a_fresh_stack(_check, subschema, item, place, ctx)
+        except Stop as stop:
+            return [*problems, f"{where}: {stop}"][:limit]
+        except RecursionError:
+            problem = f"{place}: the value or the schema nests too deeply to check"
+        if problem and problem not in problems:
+            problems.append(problem)
+    return problems[:limit]
