@@ -485,3 +485,27 @@ def test_a_bad_usage_count_is_refused() -> None:
     )
     with ProviderServer(Reply([body])) as server, pytest.raises(ProviderError, match="input_tokens = '12'"):
         run(client(server).stream(request()))
+
+
+def test_schemas_the_api_would_refuse_as_they_stand_are_sent_in_a_form_it_takes() -> None:
+    from api_rules_responses import function_schemas
+
+    loose = ToolSpec("mcp_tool", "no properties", {"type": "object"})
+    either = ToolSpec(
+        "either",
+        "a combination at the root",
+        {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "object"}]},
+    )
+    handler = ResponsesAPI(text_reply("ok"))
+    with ProviderServer(handler=handler) as server:
+        run(client(server).stream(ModelRequest("", [Message("user", "q")], (loose, either))))
+    assert not handler.refused, handler.refused
+    assert [t["strict"] for t in server.requests[0].body["tools"]] == [False, False]
+    # what the API answers a function sent without "strict" (strict by default) whose schema breaks a rule
+    function = {"type": "function", "name": "t", "parameters": {"type": "object", "properties": {}}}
+    unsaid = {"tools": [function]}
+    assert function_schemas(unsaid, {}) == (
+        400,
+        "Invalid schema for function 't': In context=(), 'additionalProperties' is required to be supplied "
+        "and to be false.",
+    )
