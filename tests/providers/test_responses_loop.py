@@ -368,3 +368,33 @@ def test_the_cli_refuses_options_a_provider_does_not_take(tmp_path: Path, args: 
     done = run_cli(["run", "hi", *args, "--workspace", str(tmp_path)], tmp_path, env={"OPENAI_API_KEY": "k"})
     assert done.returncode == 64, done.stderr
     assert said in done.stderr
+
+
+def test_the_loopback_server_refuses_what_the_api_refuses() -> None:
+    """The rules the tests above pass against, each shown failing with the API's own text."""
+    from api_rules_responses import reasoning_items, tool_outputs_answer_calls
+
+    call = {"type": "function_call", "call_id": "call_x", "name": "t", "arguments": "{}"}
+    assert tool_outputs_answer_calls({"input": [call]}, {}) == (
+        400,
+        "No tool output found for function call call_x.",
+    )
+    output = {"type": "function_call_output", "call_id": "call_y", "output": "r"}
+    assert tool_outputs_answer_calls({"input": [output]}, {}) == (
+        400,
+        "No tool call found for function call output with call_id call_y.",
+    )
+    issued = {"rs_1": "gAAAAABabc-_="}
+    changed = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABabc-_"}
+    assert reasoning_items({"input": [changed, call]}, issued) == (
+        400,
+        "The encrypted content for item rs_1 could not be verified.",
+    )
+    unencrypted = {"type": "reasoning", "id": "rs_1", "summary": []}
+    status, message = reasoning_items({"input": [unencrypted, call]}, issued) or (0, "")
+    assert status == 404 and message.startswith("Item with id 'rs_1' not found. Items are not persisted")
+    last = {**changed, "encrypted_content": issued["rs_1"]}
+    assert reasoning_items({"input": [last]}, issued) == (
+        400,
+        "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+    )
