@@ -19,6 +19,7 @@ SECTIONS = (
     "stores",
     "celery_runs",
     "streams",
+    "responses",
     "cancel",
     "memory",
     "mcp_client",

@@ -67,6 +67,32 @@ CATALOGUE: tuple[Provider, ...] = (
         default_model="claude-sonnet-4-5",
         default_base_url="https://api.anthropic.com",
     ),
+    Provider(
+        "openai-responses",
+        "miniagent.providers.responses:OpenAIResponsesClient",
+        key_env="OPENAI_API_KEY",
+        default_model="gpt-5-mini",
+        default_base_url="https://api.openai.com/v1",
+    ),
+    Provider(
+        "azure",  # the resource's URL and a deployment name are needed: no default for either
+        "miniagent.providers.azure:create_azure_client",
+        key_env="AZURE_OPENAI_API_KEY",
+    ),
+    Provider(
+        "openrouter",
+        "miniagent.providers.compatible:OpenRouterClient",
+        key_env="OPENROUTER_API_KEY",
+        default_model="openai/gpt-4o-mini",
+        default_base_url="https://openrouter.ai/api/v1",
+    ),
+    Provider(
+        "deepseek",
+        "miniagent.providers.compatible:DeepSeekClient",
+        key_env="DEEPSEEK_API_KEY",
+        default_model="deepseek-chat",
+        default_base_url="https://api.deepseek.com",
+    ),
 )
 """Every provider, in the order they are listed to users."""
 

@@ -96,6 +96,7 @@ class Tally:
         "input",
         "output",
         "priced",
+        "reasoning",
         "requests",
         "unpriced",
         "unreported",
@@ -104,6 +105,7 @@ class Tally:
     def __init__(self) -> None:
         self.input = self.output = self.cache_read = self.cache_write = self.requests = 0
         self.unreported = 0  # requests whose usage never came
+        self.reasoning = 0
         self.cost = 0.0
         self.priced = False  # some usage came with a cost
         self.unpriced = False  # some request came without one: the total cost is unknown
@@ -116,6 +118,7 @@ class Tally:
         self.cache_write += usage.cache_write_tokens
         self.requests += usage.requests
         self.unreported += usage.unreported_requests
+        self.reasoning += usage.reasoning_tokens
         if usage.cost_usd is not None:
             self.cost += usage.cost_usd
             self.priced = True
@@ -132,5 +135,12 @@ class Tally:
         """The sum as a ``Usage`` (cost ``None`` when unknown or never reported)."""
         cost = self.cost if self.priced and not self.unpriced else None
         return Usage(
-            self.input, self.output, self.cache_read, self.cache_write, self.requests, cost, self.unreported
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_write,
+            self.requests,
+            cost,
+            self.unreported,
+            self.reasoning,
         )

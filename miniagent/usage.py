@@ -8,6 +8,9 @@ Invariants:
   own ``input_tokens`` excludes the cached part).
 - ``cost_usd`` is ``None`` when unknown; an unknown cost is never counted as zero: adding a usage
   whose cost is unknown gives an unknown total. ``Usage()`` (no requests) is the neutral element.
+- ``reasoning_tokens`` is the part of ``output_tokens`` the model spent reasoning (OpenAI
+  ``output_tokens_details.reasoning_tokens``), so it is at most ``output_tokens``; 0 when the
+  server does not say.
 - ``requests`` counts every request, reported or not; ``unreported_requests`` says how many of
   them came without usage (the server sent none): their tokens are in no count, so the token
   counts are then a lower bound and the cost is unknown.
@@ -41,6 +44,7 @@ _INT_FIELDS = (
     "cache_write_tokens",
     "requests",
     "unreported_requests",
+    "reasoning_tokens",
 )
 
 
@@ -57,6 +61,7 @@ class Usage:
         cost_usd: the cost in US dollars, or ``None`` when it is not known.
         unreported_requests: how many of ``requests`` came without usage from the server
             (counted by the loop, which knows a request happened; their cost is unknown).
+        reasoning_tokens: the part of ``output_tokens`` spent on reasoning, when reported.
 
     ``a + b`` adds field by field; the cost is ``None`` when either side's is ``None``, except
     that a usage of no requests with no cost (``Usage()``) adds nothing.
@@ -69,6 +74,7 @@ class Usage:
     requests: int = 0
     cost_usd: float | None = None
     unreported_requests: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -87,6 +93,7 @@ class Usage:
             self.requests + other.requests,
             _add_cost(self, other),
             self.unreported_requests + other.unreported_requests,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -99,6 +106,7 @@ class Usage:
             "requests": self.requests,
             "cost_usd": self.cost_usd,
             "unreported_requests": self.unreported_requests,
+            "reasoning_tokens": self.reasoning_tokens,
         }
 
     @classmethod

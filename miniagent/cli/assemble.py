@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..approval import ApprovalPolicy, policy_for
 from ..tools import Tool, tool_output_chars
@@ -140,9 +140,28 @@ def create_client(options: Options, provider: str) -> ModelClient:
             stream_timeout=options.stream_timeout,
             max_tokens=options.max_output_tokens,
             **({} if prices is None else {"prices": prices}),
+            **_provider_options(options, provider),
         )
     except ValueError as error:  # a setting the library refuses (e.g. a proxy variable): usage
         raise UsageProblem(str(error)) from None
+
+
+_TAKEN_BY = {"reasoning_effort": ("openai-responses", "azure"), "api": ("azure",)}
+"""The options only some providers take, and those providers."""
+
+
+def _provider_options(options: Options, provider: str) -> dict[str, Any]:
+    """``--reasoning-effort`` and ``--api`` as ``create_client`` options, when given.
+
+    Raises:
+        UsageProblem: one was given for a provider that takes no such option.
+    """
+    given = {name: getattr(options, name) for name in _TAKEN_BY if getattr(options, name) is not None}
+    for name in given:
+        if provider not in _TAKEN_BY[name]:
+            flag = "--" + name.replace("_", "-")
+            raise UsageProblem(f"{flag} is for --provider {' or '.join(_TAKEN_BY[name])}, not {provider}")
+    return given
 
 
 def check_price(options: Options, client: ModelClient) -> None:

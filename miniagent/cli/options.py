@@ -259,6 +259,22 @@ class Options:
             help="Most seconds one streamed reply may take from the request to its end. Default: no limit.",
         ),
     ] = None
+    reasoning_effort: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--reasoning-effort",
+            metavar="none|minimal|low|medium|high|xhigh",
+            help="How much a reasoning model thinks (openai-responses and azure). Default: the model's.",
+        ),
+    ] = None
+    api: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--api",
+            metavar="chat|responses",
+            help="Which API of an azure resource: chat completions (default) or the Responses API.",
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         self.workspace = (self.workspace or Path.cwd()).resolve()

@@ -6,6 +6,9 @@ message says what to install: ``miniagent.providers needs requests: pip install 
 
 - ``OpenAIChatClient(model, base_url="https://api.openai.com/v1", api_key=None)``
 - ``AnthropicClient(model, base_url="https://api.anthropic.com", api_key=None, max_tokens=4096)``
+- ``OpenAIResponsesClient(model, base_url="https://api.openai.com/v1", api_key=None)``: the OpenAI
+  Responses API, stateless (``store: false``), encrypted reasoning replayed; Azure's in
+  ``providers.azure``, OpenRouter and DeepSeek in ``providers.compatible``
 - ``create_client(provider, model=None, base_url=None, api_key=None, **options)``
 - ``HTTPSettings(read_timeout=600, connect_timeout=10, stream_timeout=None, retry=RetryPolicy(),
   headers={}, extra_body={})``: the one value that configures a client's HTTP exchange
@@ -42,12 +45,14 @@ from ._config import HTTPSettings
 from ._retry import RetryPolicy
 from .anthropic import AnthropicClient
 from .openai import OpenAIChatClient
+from .responses import OpenAIResponsesClient
 
 __all__ = [
     "AnthropicClient",
     "DEFAULT_MODELS",
     "HTTPSettings",
     "OpenAIChatClient",
+    "OpenAIResponsesClient",
     "PROVIDERS",
     "ProviderError",
     "RetryPolicy",
@@ -60,6 +65,7 @@ DEFAULT_MODELS = {row.name: row.default_model for row in CATALOGUE if row.defaul
 
 _SETTING_NAMES = frozenset(f.name for f in fields(HTTPSettings))
 _CLIENT_OPTIONS = frozenset(("temperature", "max_tokens", "tool_call_markup", "prices", "prompt_cache"))
+_CLIENT_OPTIONS |= {"reasoning_effort", "reasoning_summary", "encrypted_reasoning", "api", "azure_ad_token"}
 
 
 def create_client(
@@ -74,7 +80,10 @@ def create_client(
     Args:
         provider: a name of the catalogue (``miniagent._catalogue``, ``PROVIDERS``):
             ``"local"`` (the embedded llama.cpp server, extra ``local``), ``"openai"`` (any
-            OpenAI-compatible server) or ``"anthropic"``; case-insensitive.
+            OpenAI-compatible server), ``"anthropic"``, ``"openai-responses"`` (the Responses
+            API), ``"azure"`` (an Azure OpenAI resource: ``base_url`` or
+            ``$AZURE_OPENAI_ENDPOINT``, the deployment as ``model``), ``"openrouter"``,
+            ``"deepseek"``; case-insensitive.
         model: the model name; default ``DEFAULT_MODELS[provider]`` (local: its own default).
         base_url: the API root; default the provider's public endpoint. Not used by ``local``.
         api_key: the key; default from the provider's key variable (``OPENAI_API_KEY``,
@@ -86,8 +95,10 @@ def create_client(
             million tokens, ``{"input", "output"[, "cache_read"][, "cache_write"]}``, for
             ``Usage.cost_usd``); ``tool_call_markup`` (``openai`` only: read ``<tool_call>``
             blocks left in the text as calls); ``prompt_cache`` (``anthropic`` only, default on:
-            ``cache_control`` breakpoints on the stable prefix). For ``local`` they go to the
-            HTTP client of the embedded server.
+            ``cache_control`` breakpoints on the stable prefix); ``reasoning_effort``,
+            ``reasoning_summary``, ``encrypted_reasoning`` (``openai-responses``, ``azure``);
+            ``api`` (``"chat"`` or ``"responses"``) and ``azure_ad_token`` (``azure`` only).
+            For ``local`` they go to the HTTP client of the embedded server.
 
     Returns:
         An object with ``stream(request)`` (and ``close()``).

@@ -4,7 +4,9 @@ DESIGN.md "Round 3 contracts" (a cut or failed answer is never complete). The wo
 each API's documentation: OpenAI-compatible ``finish_reason`` (OpenAI ``stop``, ``length``,
 ``tool_calls``, ``content_filter``, ``function_call``; OpenRouter and Mistral ``error``; Mistral
 ``model_length``; Together ``eos``; Text Generation Inference ``eos_token`` and
-``stop_sequence``), Anthropic ``stop_reason`` (``end_turn``, ``stop_sequence``, ``tool_use``,
+``stop_sequence``), the OpenAI Responses API (``completed``; an ``incomplete`` response's
+``incomplete_details.reason``: ``max_output_tokens``, ``content_filter``), Anthropic
+``stop_reason`` (``end_turn``, ``stop_sequence``, ``tool_use``,
 ``max_tokens``, ``model_context_window_exceeded``, ``refusal``; ``pause_turn``, which only server
 tools cause and miniagent sends none, is unknown here) and llama.cpp's ``/completion``
 ``stop_type`` (``eos``, ``word``, ``limit``).
@@ -31,6 +33,7 @@ __all__ = ["NATURAL_ENDINGS", "UNNATURAL_ENDINGS", "cut_call", "cut_call_problem
 NATURAL_ENDINGS = frozenset(
     (
         "stop",
+        "completed",
         "tool_calls",
         "function_call",
         "eos",
@@ -45,6 +48,7 @@ NATURAL_ENDINGS = frozenset(
 
 UNNATURAL_ENDINGS: dict[str, IncompleteReason] = {
     "length": "max_output_tokens",
+    "max_output_tokens": "max_output_tokens",
     "max_tokens": "max_output_tokens",
     "limit": "max_output_tokens",
     "model_length": "context_window",

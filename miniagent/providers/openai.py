@@ -464,7 +464,8 @@ def chat_usage(data: Mapping[str, Any], timings: Any = None, provider: str = PRO
     """A chat-completions ``usage`` object as a ``Usage`` of one request: ``prompt_tokens``
     (cached ones included, as the API counts them) and ``completion_tokens``; the cached part
     from ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, llama.cpp), else DeepSeek's
-    ``prompt_cache_hit_tokens``, else llama.cpp's ``timings.cache_n``.
+    ``prompt_cache_hit_tokens``, else llama.cpp's ``timings.cache_n``; the reasoning part of
+    the output from ``completion_tokens_details.reasoning_tokens`` (OpenAI, DeepSeek, OpenRouter).
 
     Raises:
         ProviderError: a count that is not a token count (``_decode.count``); the text starts
@@ -480,7 +481,11 @@ def chat_usage(data: Mapping[str, Any], timings: Any = None, provider: str = PRO
     if not cached and isinstance(timings, dict):
         cached = count(timings.get("cache_n"), "timings.cache_n", provider)
     output = count(data.get("completion_tokens"), "completion_tokens", provider)
-    return Usage(prompt, output, min(cached, prompt), 0, 1)
+    completion = data.get("completion_tokens_details")
+    reasoning = 0
+    if isinstance(completion, dict):
+        reasoning = count(completion.get("reasoning_tokens"), "reasoning_tokens", provider)
+    return Usage(prompt, output, min(cached, prompt), 0, 1, reasoning_tokens=min(reasoning, output))
 
 
 def _markup_events(split: tuple[str, list[str]], calls: _Calls) -> Iterator[ModelEvent]:

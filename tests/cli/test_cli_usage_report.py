@@ -58,6 +58,7 @@ def test_the_json_result_line_carries_usage_and_cost(tmp_path: Path) -> None:
         "requests": 2,
         "cost_usd": None,  # the first request's cost is unknown: the total is unknown, not 0.25
         "unreported_requests": 0,
+        "reasoning_tokens": 0,
     }
     assert "cost_usd" not in last  # once, inside usage
     assert "tokens in" not in done.stderr  # no usage line without a terminal

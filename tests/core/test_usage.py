@@ -50,8 +50,11 @@ def stream_usage(provider: str, body: bytes, **options: Any) -> list[Usage]:
     [
         ("openai-text.sse", Usage(14, 47, requests=1)),
         ("openai-refusal.sse", Usage(21, 10, requests=1)),
-        ("deepseek-reasoning-tool-call.sse", Usage(301, 42, cache_read_tokens=256, requests=1)),
-        ("openrouter-reasoning.sse", Usage(14, 12, requests=1)),
+        (
+            "deepseek-reasoning-tool-call.sse",
+            Usage(301, 42, cache_read_tokens=256, requests=1, reasoning_tokens=19),
+        ),
+        ("openrouter-reasoning.sse", Usage(14, 12, requests=1, reasoning_tokens=6)),
         ("llamacpp-tool-call-markup.sse", Usage(1436, 38, cache_read_tokens=1408, requests=1)),
         ("openai-duplicate-call-ids.sse", None),
     ],

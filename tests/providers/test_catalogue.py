@@ -15,20 +15,28 @@ def test_every_row_names_a_client_factory_that_exists(row: _catalogue.Provider) 
     module, _, attribute = row.client.partition(":")
     assert callable(getattr(importlib.import_module(module), attribute))
     if row.takes_url:
-        assert row.key_env and row.default_model and row.default_base_url
+        assert row.key_env
+    if row.takes_url and not (row.default_model and row.default_base_url):  # azure: the user's resource
+        from miniagent.providers import create_client
+
+        with pytest.raises(ValueError, match=f"{row.name} needs"):
+            create_client(row.name, api_key="sk-test-not-real")
 
 
 def test_create_client_builds_each_rows_client_with_its_defaults() -> None:
     from miniagent.providers import DEFAULT_MODELS, create_client
 
     for row in _catalogue.CATALOGUE:
-        if not row.takes_url:
+        if not (row.takes_url and row.default_model and row.default_base_url):
             continue
         client = create_client(row.name, api_key="sk-test-not-real")
         module, _, attribute = row.client.partition(":")
         assert type(client) is getattr(importlib.import_module(module), attribute)
         assert client.model == row.default_model == DEFAULT_MODELS[row.name]  # type: ignore[attr-defined]
+        assert client.base_url == row.default_base_url  # type: ignore[attr-defined]
         assert client._key_env == row.key_env  # type: ignore[attr-defined]
+    azure = create_client("azure", "deployment", "https://contoso.openai.azure.com", "sk-test-not-real")
+    assert azure._key_env == _catalogue.provider("azure").key_env  # type: ignore[attr-defined]
 
 
 def test_the_cli_chooses_by_the_rows_key_variables_in_order() -> None:

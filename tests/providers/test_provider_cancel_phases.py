@@ -1,4 +1,5 @@
-"""Cancel returns at once in every phase of a request (issue 13 kind 7), with or without a proxy.
+"""Cancel returns at once in every phase of a request (issue 13 kind 7), with or without a proxy,
+for each streaming client (chat completions, the Responses API, Azure's).
 
 Phases: connect (the server's accept queue is full, so the SYN is never answered), send (a 30 MB
 body to a server that never reads), waiting for the headers, reading the body; and the same
@@ -21,7 +22,8 @@ import pytest
 from providers_server import request, run
 
 from miniagent import Message
-from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
+from miniagent.providers import HTTPSettings, OpenAIChatClient, OpenAIResponsesClient, RetryPolicy
+from miniagent.providers.azure import create_azure_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,9 +111,13 @@ def reads_then_waits(conn: socket.socket, release: threading.Event) -> None:
 
 
 def answers_then_waits(conn: socket.socket, release: threading.Event) -> None:
-    """Answer 200 with one event, then stay silent."""
+    """Answer 200 with one event (read as text by chat completions and the Responses API alike),
+    then stay silent."""
     conn.recv(65536)
-    event = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+    event = (
+        b'data: {"type":"response.output_text.delta","delta":"Hi",'
+        b'"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+    )
     conn.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         + b"%x\r\n%s\r\n" % (len(event), event)
@@ -154,35 +160,47 @@ def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_PROXY", "")
 
 
-def _client(base: str) -> OpenAIChatClient:
-    return OpenAIChatClient("m", base, api_key="sk-test", settings=SLOW)
+MakeClient = Callable[[str], Any]
+CLIENTS: dict[str, MakeClient] = {
+    "chat": lambda base: OpenAIChatClient("m", base, api_key="sk-test", settings=SLOW),
+    "responses": lambda base: OpenAIResponsesClient("gpt-5-mini", base, api_key="sk-test", settings=SLOW),
+    "azure-responses": lambda base: create_azure_client(
+        "deployment", base, "azure-test", api="responses", settings=SLOW
+    ),
+}
+
+
+@pytest.fixture(params=sorted(CLIENTS))
+def make_client(request: pytest.FixtureRequest) -> MakeClient:
+    """Each streaming client, built for a base URL."""
+    return CLIENTS[request.param]
 
 
 HI = [Message("user", "hi")]
 
 
-def test_cancel_while_connecting_to_a_full_accept_queue() -> None:
+def test_cancel_while_connecting_to_a_full_accept_queue(make_client: MakeClient) -> None:
     with listening(None, accept=False) as server:
-        latency = cancel_latency(_client(f"http://127.0.0.1:{server.port}/v1"), HI, lambda: True)
+        latency = cancel_latency(make_client(f"http://127.0.0.1:{server.port}/v1"), HI, lambda: True)
     assert latency < LIMIT
 
 
-def test_cancel_while_sending_a_big_body_to_a_server_that_does_not_read() -> None:
+def test_cancel_while_sending_a_big_body_to_a_server_that_does_not_read(make_client: MakeClient) -> None:
     with listening(never_reads) as server:
         big = [Message("user", "x" * BIG)]
-        latency = cancel_latency(_client(f"http://127.0.0.1:{server.port}/v1"), big, server.seen.is_set)
+        latency = cancel_latency(make_client(f"http://127.0.0.1:{server.port}/v1"), big, server.seen.is_set)
     assert latency < LIMIT
 
 
-def test_cancel_while_waiting_for_the_headers() -> None:
+def test_cancel_while_waiting_for_the_headers(make_client: MakeClient) -> None:
     with listening(reads_then_waits) as server:
-        latency = cancel_latency(_client(f"http://127.0.0.1:{server.port}/v1"), HI, server.seen.is_set)
+        latency = cancel_latency(make_client(f"http://127.0.0.1:{server.port}/v1"), HI, server.seen.is_set)
     assert latency < LIMIT
 
 
-def test_cancel_while_reading_the_body() -> None:
+def test_cancel_while_reading_the_body(make_client: MakeClient) -> None:
     with listening(answers_then_waits) as server:
-        latency = cancel_latency(_client(f"http://127.0.0.1:{server.port}/v1"), HI, server.seen.is_set)
+        latency = cancel_latency(make_client(f"http://127.0.0.1:{server.port}/v1"), HI, server.seen.is_set)
     assert latency < LIMIT
 
 
@@ -191,18 +209,22 @@ def test_cancel_while_reading_the_body() -> None:
 
 @pytest.mark.parametrize("scheme", ["http", "https"])  # forwarding, CONNECT tunnel
 @pytest.mark.parametrize("phase", ["connect", "waiting"])
-def test_cancel_through_a_proxy(monkeypatch: pytest.MonkeyPatch, scheme: str, phase: str) -> None:
+def test_cancel_through_a_proxy(
+    monkeypatch: pytest.MonkeyPatch, scheme: str, phase: str, make_client: MakeClient
+) -> None:
     serve = reads_then_waits if phase == "waiting" else None
     with listening(serve, accept=phase != "connect") as proxy:
         monkeypatch.setenv(f"{scheme.upper()}_PROXY", f"http://127.0.0.1:{proxy.port}")
-        client = _client(f"{scheme}://api.example.test/v1")
+        client = make_client(f"{scheme}://api.example.test/v1")
         latency = cancel_latency(client, HI, proxy.seen.is_set)
     assert latency < LIMIT
 
 
-def test_cancel_while_sending_a_big_body_through_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancel_while_sending_a_big_body_through_a_proxy(
+    monkeypatch: pytest.MonkeyPatch, make_client: MakeClient
+) -> None:
     with listening(never_reads) as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         big = [Message("user", "x" * BIG)]
-        latency = cancel_latency(_client("http://api.example.test/v1"), big, proxy.seen.is_set)
+        latency = cancel_latency(make_client("http://api.example.test/v1"), big, proxy.seen.is_set)
     assert latency < LIMIT
