@@ -483,7 +483,7 @@ def test_a_bad_usage_count_is_refused() -> None:
     body = responses_sse(
         {"type": "response.completed", "response": {"usage": {"input_tokens": "12", "output_tokens": 1}}}
     )
-    with ProviderServer(Reply([body])) as server, pytest.raises(ProviderError, match="input_tokens = '12'"):
+    with ProviderServer(Reply([body])) as server, pytest.raises(ProviderError, match='input_tokens = "12"'):
         run(client(server).stream(request()))
 
 
