@@ -1,7 +1,8 @@
 """A local SSE server on 127.0.0.1 for the stream and cancellation benchmarks (stdlib only).
 
-Paths: ``/<name>/v1/chat/completions`` and ``/<name>/v1/messages`` answer with the bytes stored
-under ``(name, "openai")`` / ``(name, "anthropic")``, as ``text/event-stream`` with chunked
+Paths: ``/<name>/v1/chat/completions``, ``/<name>/v1/messages`` and
+``/<name>/v1beta/models/<model>:streamGenerateContent`` answer with the bytes stored under
+``(name, "openai")`` / ``(name, "anthropic")`` / ``(name, "gemini")``, as ``text/event-stream`` with chunked
 transfer encoding, written in 64 KiB pieces; the first event is sent and flushed on its own so
 that time to first event means something. Name ``silent``: headers and one event, then nothing
 until the client goes away (the cancellation benchmark).
@@ -45,6 +46,8 @@ class SSEServer:
                 parts = self.path.strip("/").split("/")
                 name = parts[0] if parts else ""
                 api = "anthropic" if self.path.endswith("/messages") else "openai"
+                if ":streamGenerateContent" in self.path:
+                    api = "gemini"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Cache-Control", "no-cache")
@@ -102,6 +105,9 @@ class SSEServer:
         return f"{self.root}/{name}/v1"
 
     def anthropic_base(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def gemini_base(self, name: str) -> str:
         return f"{self.root}/{name}"
 
     def close(self) -> None:

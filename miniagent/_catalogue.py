@@ -67,10 +67,17 @@ CATALOGUE: tuple[Provider, ...] = (
         default_model="claude-sonnet-4-5",
         default_base_url="https://api.anthropic.com",
     ),
+    Provider(
+        "gemini",
+        "miniagent.providers.gemini:GeminiClient",
+        key_env="GEMINI_API_KEY",
+        default_model="gemini-2.5-flash",
+        default_base_url="https://generativelanguage.googleapis.com",
+    ),
 )
 """Every provider, in the order they are listed to users."""
 
-CHOSEN_BY_KEY = ("anthropic", "openai")
+CHOSEN_BY_KEY = ("anthropic", "openai", "gemini")
 """With no provider named, the CLI takes the first of these whose key variable is set."""
 
 FOR_BASE_URL = "openai"
