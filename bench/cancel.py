@@ -14,7 +14,8 @@ event. Latency = the moment ``run_agent`` returned minus the moment the event wa
   through a loopback HTTP proxy that accepts and waits (forwarding for ``http://``, ``CONNECT``
   for ``https://``), or whose accept queue is full.
 - (k)-(o) the same promise for ``GeminiClient``: a silent socket after the first event, connect,
-  send 30 MB, waiting for the headers, and waiting for a proxy's ``CONNECT``.
+  send 30 MB, waiting for the headers, and waiting for a proxy's ``CONNECT``; (p)-(t) the same
+  for ``BedrockClient`` (an AWS event stream silent after its first message).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 from .common import Report, Row, fmt_ms, median, percentile
 
-TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghijklmno", 0.100)}
+TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghijklmnopqrst", 0.100)}
 BIG_BODY = 30 * 1024 * 1024
 BLOCKED_FOR = 0.02  # seconds the run is left blocked before the cancel
 GEMINI_SILENT = (
@@ -71,6 +72,29 @@ def _gemini(base_url: str, settings: Any) -> Any:
     from miniagent.providers import GeminiClient
 
     return GeminiClient("gemini-2.5-flash", base_url=base_url, api_key="bench", settings=settings)
+
+
+def _bedrock(base_url: str, settings: Any) -> Any:
+    from miniagent.providers.bedrock import BedrockClient
+
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    return BedrockClient(model, base_url=base_url, api_key="bench", settings=settings)
+
+
+def _bedrock_silent() -> bytes:
+    """One ``contentBlockDelta`` message of an AWS event stream (prelude, headers, payload, CRCs)."""
+    import struct
+    import zlib
+
+    headers = b""
+    for name, value in ((":event-type", "contentBlockDelta"), (":message-type", "event")):
+        headers += (
+            bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+        )
+    payload = b'{"contentBlockIndex":0,"delta":{"text":"Thinking"}}'
+    prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+    return message + struct.pack(">I", zlib.crc32(message))
 
 
 def _case_socket(
@@ -235,6 +259,26 @@ def _phase_cases(stack: contextlib.ExitStack) -> dict[str, tuple[str, Callable[.
             _case_phase(reads, "https://gemini.example.test", "HTTPS_PROXY", 0, _gemini),
             1,
         ),
+        "q": (
+            "Bedrock: connect, accept queue full",
+            _case_phase(full, gemini.format(full.port), None, 0, _bedrock),
+            1,
+        ),
+        "r": (
+            "Bedrock: send 30 MB, server never reads",
+            _case_phase(idle, gemini.format(idle.port), None, BIG_BODY, _bedrock),
+            10,
+        ),
+        "s": (
+            "Bedrock: waiting for headers",
+            _case_phase(reads, gemini.format(reads.port), None, 0, _bedrock),
+            1,
+        ),
+        "t": (
+            "Bedrock: proxy (https://), waiting for CONNECT",
+            _case_phase(reads, "https://bedrock-runtime.example.test", "HTTPS_PROXY", 0, _bedrock),
+            1,
+        ),
     }
 
 
@@ -313,6 +357,7 @@ def run(report: Report, quick: bool) -> None:
     ):
         server.add("silent", "openai", silent)
         server.add("silent", "gemini", GEMINI_SILENT)
+        server.add("silent", "bedrock", _bedrock_silent())
         cases: dict[str, tuple[str, Callable[..., Any], int]] = {
             "a": (
                 "provider blocked on a silent socket (OpenAIChatClient)",
@@ -324,6 +369,11 @@ def run(report: Report, quick: bool) -> None:
             "k": (
                 "Gemini: provider blocked on a silent socket (GeminiClient)",
                 _case_socket(server.gemini_base("silent"), _gemini),
+                1,
+            ),
+            "p": (
+                "Bedrock: provider blocked on a silent socket (BedrockClient)",
+                _case_socket(server.bedrock_base("silent"), _bedrock),
                 1,
             ),
             **_phase_cases(stack),

@@ -74,10 +74,17 @@ CATALOGUE: tuple[Provider, ...] = (
         default_model="gemini-2.5-flash",
         default_base_url="https://generativelanguage.googleapis.com",
     ),
+    Provider(
+        "bedrock",
+        "miniagent.providers.bedrock:BedrockClient",
+        key_env="AWS_BEARER_TOKEN_BEDROCK",
+        default_model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    ),
 )
 """Every provider, in the order they are listed to users."""
 
-CHOSEN_BY_KEY = ("anthropic", "openai", "gemini")
+CHOSEN_BY_KEY = ("anthropic", "openai", "gemini", "bedrock")
 """With no provider named, the CLI takes the first of these whose key variable is set."""
 
 FOR_BASE_URL = "openai"

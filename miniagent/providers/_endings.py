@@ -10,7 +10,9 @@ tools cause and miniagent sends none, is unknown here), llama.cpp's ``/completio
 ``stop_type`` (``eos``, ``word``, ``limit``) and the Gemini API's ``finishReason`` (``STOP``,
 ``MAX_TOKENS``, ``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
 ``IMAGE_SAFETY``, ``MALFORMED_FUNCTION_CALL``...; ``LANGUAGE``, ``OTHER`` and the rest are
-unknown here).
+unknown here) and Bedrock Converse's ``stopReason`` (``end_turn``, ``tool_use``,
+``stop_sequence``, ``max_tokens``, ``guardrail_intervened``, ``content_filtered``,
+``malformed_model_output``, ``malformed_tool_use``, ``model_context_window_exceeded``).
 
 Invariants:
 
@@ -62,6 +64,10 @@ UNNATURAL_ENDINGS: dict[str, IncompleteReason] = {
     "image_prohibited_content": "content_filter",
     "image_recitation": "content_filter",
     "malformed_function_call": "provider_error",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "malformed_model_output": "provider_error",
+    "malformed_tool_use": "provider_error",
     "refusal": "refusal",
     "error": "provider_error",
 }
