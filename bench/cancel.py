@@ -13,7 +13,10 @@ event. Latency = the moment ``run_agent`` returned minus the moment the event wa
   reads; wait for the headers of a server that read the request and never answers; and the same
   through a loopback HTTP proxy that accepts and waits (forwarding for ``http://``, ``CONNECT``
   for ``https://``), or whose accept queue is full.
-- (k) the input check of a call whose argument makes a pattern backtrack for minutes
+- (k)-(o) the same promise for ``GeminiClient``: a silent socket after the first event, connect,
+  send 30 MB, waiting for the headers, and waiting for a proxy's ``CONNECT``; (p)-(t) the same
+  for ``BedrockClient`` (an AWS event stream silent after its first message).
+- (u) the input check of a call whose argument makes a pattern backtrack for minutes
   (``^([A-Za-z0-9]+\s?)+$`` against 36 letters and ``!``): the search runs in the validator's
   child process, which the cancel kills (the hook approves, then the check starts).
 """
@@ -31,9 +34,13 @@ from typing import Any
 
 from .common import Report, Row, fmt_ms, median, percentile
 
-TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghij", 0.100), "k": 0.100}
+TARGETS = {"a": 0.100, "b": 0.100, "c": 0.200, **dict.fromkeys("defghijklmnopqrstu", 0.100)}
 BIG_BODY = 30 * 1024 * 1024
 BLOCKED_FOR = 0.02  # seconds the run is left blocked before the cancel
+GEMINI_SILENT = (
+    b'data: {"candidates": [{"content": {"parts": [{"text": "Thinking"}], "role": "model"}, '
+    b'"index": 0}]}\r\n\r\n'
+)
 
 
 def _trial(start_run: Callable[[threading.Event, threading.Event], Any]) -> float:
@@ -58,13 +65,50 @@ def _trial(start_run: Callable[[threading.Event, threading.Event], Any]) -> floa
     return returned - fired[0]
 
 
-def _case_socket(base_url: str) -> Callable[[threading.Event, threading.Event], Any]:
+def _openai(base_url: str, settings: Any) -> Any:
+    from miniagent.providers import OpenAIChatClient
+
+    return OpenAIChatClient("gpt-4o-mini", base_url=base_url, api_key="bench", settings=settings)
+
+
+def _gemini(base_url: str, settings: Any) -> Any:
+    from miniagent.providers import GeminiClient
+
+    return GeminiClient("gemini-2.5-flash", base_url=base_url, api_key="bench", settings=settings)
+
+
+def _bedrock(base_url: str, settings: Any) -> Any:
+    from miniagent.providers.bedrock import BedrockClient
+
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    return BedrockClient(model, base_url=base_url, api_key="bench", settings=settings)
+
+
+def _bedrock_silent() -> bytes:
+    """One ``contentBlockDelta`` message of an AWS event stream (prelude, headers, payload, CRCs)."""
+    import struct
+    import zlib
+
+    headers = b""
+    for name, value in ((":event-type", "contentBlockDelta"), (":message-type", "event")):
+        headers += (
+            bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+        )
+    payload = b'{"contentBlockIndex":0,"delta":{"text":"Thinking"}}'
+    prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def _case_socket(
+    base_url: str, make: Callable[[str, Any], Any] = _openai
+) -> Callable[[threading.Event, threading.Event], Any]:
     from miniagent import run_agent
-    from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
+    from miniagent.providers import HTTPSettings, RetryPolicy
 
     no_retry = HTTPSettings(retry=RetryPolicy(max_retries=0))
 
-    client = OpenAIChatClient("gpt-4o-mini", base_url=base_url, settings=no_retry)
+    client = make(base_url, no_retry)
 
     def start(cancel: threading.Event, blocked: threading.Event) -> Any:
         return run_agent(
@@ -145,11 +189,15 @@ def _proxy_env(name: str | None, port: int) -> Iterator[None]:
 
 
 def _case_phase(
-    listener: _Listener, base_url: str, proxy: str | None, body_chars: int
+    listener: _Listener,
+    base_url: str,
+    proxy: str | None,
+    body_chars: int,
+    make: Callable[[str, Any], Any] = _openai,
 ) -> Callable[[threading.Event, threading.Event], Any]:
     """The provider blocked in one phase of a request; ``proxy``: the variable pointing at ``listener``."""
     from miniagent import run_agent
-    from miniagent.providers import HTTPSettings, OpenAIChatClient, RetryPolicy
+    from miniagent.providers import HTTPSettings, RetryPolicy
 
     slow = HTTPSettings(read_timeout=60.0, connect_timeout=60.0, retry=RetryPolicy(max_retries=0))
     user = "x" * body_chars if body_chars else "go"
@@ -158,7 +206,7 @@ def _case_phase(
         listener.seen.clear()
         if listener.mode == "full":
             listener.seen.set()
-        client = OpenAIChatClient("gpt-4o-mini", base_url=base_url, api_key="bench", settings=slow)
+        client = make(base_url, slow)
         threading.Thread(target=lambda: listener.seen.wait(30) and blocked.set(), daemon=True).start()
         with _proxy_env(proxy, listener.port):
             try:
@@ -180,7 +228,7 @@ def _phase_cases(stack: contextlib.ExitStack) -> dict[str, tuple[str, Callable[.
         return made
 
     full, idle, reads = listener("full"), listener("idle"), listener("reads")
-    direct = "http://127.0.0.1:{}/v1"
+    direct, gemini = "http://127.0.0.1:{}/v1", "http://127.0.0.1:{}"
     remote, remote_tls = "http://api.example.test/v1", "https://api.example.test/v1"
     return {
         "d": ("connect: accept queue full", _case_phase(full, direct.format(full.port), None, 0), 1),
@@ -194,6 +242,46 @@ def _phase_cases(stack: contextlib.ExitStack) -> dict[str, tuple[str, Callable[.
         "h": ("proxy (http://): waiting for headers", _case_phase(reads, remote, "HTTP_PROXY", 0), 1),
         "i": ("proxy (https://): waiting for CONNECT", _case_phase(reads, remote_tls, "HTTPS_PROXY", 0), 1),
         "j": ("proxy: send 30 MB, proxy never reads", _case_phase(idle, remote, "HTTP_PROXY", BIG_BODY), 10),
+        "l": (
+            "Gemini: connect, accept queue full",
+            _case_phase(full, gemini.format(full.port), None, 0, _gemini),
+            1,
+        ),
+        "m": (
+            "Gemini: send 30 MB, server never reads",
+            _case_phase(idle, gemini.format(idle.port), None, BIG_BODY, _gemini),
+            10,
+        ),
+        "n": (
+            "Gemini: waiting for headers",
+            _case_phase(reads, gemini.format(reads.port), None, 0, _gemini),
+            1,
+        ),
+        "o": (
+            "Gemini: proxy (https://), waiting for CONNECT",
+            _case_phase(reads, "https://gemini.example.test", "HTTPS_PROXY", 0, _gemini),
+            1,
+        ),
+        "q": (
+            "Bedrock: connect, accept queue full",
+            _case_phase(full, gemini.format(full.port), None, 0, _bedrock),
+            1,
+        ),
+        "r": (
+            "Bedrock: send 30 MB, server never reads",
+            _case_phase(idle, gemini.format(idle.port), None, BIG_BODY, _bedrock),
+            10,
+        ),
+        "s": (
+            "Bedrock: waiting for headers",
+            _case_phase(reads, gemini.format(reads.port), None, 0, _bedrock),
+            1,
+        ),
+        "t": (
+            "Bedrock: proxy (https://), waiting for CONNECT",
+            _case_phase(reads, "https://bedrock-runtime.example.test", "HTTPS_PROXY", 0, _bedrock),
+            1,
+        ),
     }
 
 
@@ -300,6 +388,8 @@ def run(report: Report, quick: bool) -> None:
         contextlib.ExitStack() as stack,
     ):
         server.add("silent", "openai", silent)
+        server.add("silent", "gemini", GEMINI_SILENT)
+        server.add("silent", "bedrock", _bedrock_silent())
         cases: dict[str, tuple[str, Callable[..., Any], int]] = {
             "a": (
                 "provider blocked on a silent socket (OpenAIChatClient)",
@@ -308,8 +398,18 @@ def run(report: Report, quick: bool) -> None:
             ),
             "b": ("cooperative tool waiting on the event", _case_tool(), 1),
             "c": ("run_command running `sleep 30`", _case_command(workspace), 1),
+            "k": (
+                "Gemini: provider blocked on a silent socket (GeminiClient)",
+                _case_socket(server.gemini_base("silent"), _gemini),
+                1,
+            ),
+            "p": (
+                "Bedrock: provider blocked on a silent socket (BedrockClient)",
+                _case_socket(server.bedrock_base("silent"), _bedrock),
+                1,
+            ),
             **_phase_cases(stack),
-            "k": ("input check backtracking in a pattern (search child)", _case_pattern(), 1),
+            "u": ("input check backtracking in a pattern (search child)", _case_pattern(), 1),
         }
         for key, (label, start, divisor) in cases.items():
             _trial(start)  # warm-up

@@ -1,8 +1,9 @@
 """A local SSE server on 127.0.0.1 for the stream and cancellation benchmarks (stdlib only).
 
-Paths: ``/<name>/v1/chat/completions``, ``/<name>/v1/responses`` and ``/<name>/v1/messages``
+Paths: ``/<name>/v1/chat/completions``, ``/<name>/v1/responses``, ``/<name>/v1/messages``,
+``/<name>/v1beta/models/<model>:streamGenerateContent`` and ``/<name>/model/<id>/converse-stream``
 answer with the bytes stored under ``(name, "openai")`` / ``(name, "responses")`` /
-``(name, "anthropic")``, as ``text/event-stream`` with chunked
+``(name, "anthropic")`` / ``(name, "gemini")`` / ``(name, "bedrock")``, as ``text/event-stream`` with chunked
 transfer encoding, written in 64 KiB pieces; the first event is sent and flushed on its own so
 that time to first event means something. Name ``silent``: headers and one event, then nothing
 until the client goes away (the cancellation benchmark).
@@ -48,6 +49,10 @@ class SSEServer:
                 api = "anthropic" if self.path.endswith("/messages") else "openai"
                 if self.path.endswith("/responses"):
                     api = "responses"
+                elif ":streamGenerateContent" in self.path:
+                    api = "gemini"
+                elif self.path.endswith("/converse-stream"):
+                    api = "bedrock"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Cache-Control", "no-cache")
@@ -105,6 +110,12 @@ class SSEServer:
         return f"{self.root}/{name}/v1"
 
     def anthropic_base(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def gemini_base(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def bedrock_base(self, name: str) -> str:
         return f"{self.root}/{name}"
 
     def close(self) -> None:

@@ -93,10 +93,24 @@ CATALOGUE: tuple[Provider, ...] = (
         default_model="deepseek-chat",
         default_base_url="https://api.deepseek.com",
     ),
+    Provider(
+        "gemini",
+        "miniagent.providers.gemini:GeminiClient",
+        key_env="GEMINI_API_KEY",
+        default_model="gemini-2.5-flash",
+        default_base_url="https://generativelanguage.googleapis.com",
+    ),
+    Provider(
+        "bedrock",
+        "miniagent.providers.bedrock:BedrockClient",
+        key_env="AWS_BEARER_TOKEN_BEDROCK",
+        default_model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    ),
 )
 """Every provider, in the order they are listed to users."""
 
-CHOSEN_BY_KEY = ("anthropic", "openai")
+CHOSEN_BY_KEY = ("anthropic", "openai", "gemini", "bedrock")
 """With no provider named, the CLI takes the first of these whose key variable is set."""
 
 FOR_BASE_URL = "openai"
@@ -134,11 +148,12 @@ def provider(name: str) -> Provider:
 
 def chosen_by_key(environ: Mapping[str, str], base_url: str | None = None) -> str:
     """The provider the CLI uses when none is named: the first of ``CHOSEN_BY_KEY`` whose key
-    variable is set in ``environ``, else ``FOR_BASE_URL`` when ``base_url`` is given, else
+    variable is set in ``environ`` -- where ``FOR_BASE_URL`` stands in that order, a given
+    ``base_url`` chooses it too (an OpenAI-compatible server needs no key) --, else
     ``FALLBACK`` (the embedded model)."""
     for name in CHOSEN_BY_KEY:
         key_env = _BY_NAME[name].key_env
-        if key_env and environ.get(key_env):
+        if (key_env and environ.get(key_env)) or (base_url and name == FOR_BASE_URL):
             return name
     return FOR_BASE_URL if base_url else FALLBACK
 

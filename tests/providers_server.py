@@ -55,11 +55,12 @@ class Reply:
 
 @dataclass
 class Captured:
-    """One received request."""
+    """One received request (``raw``: the body's bytes as received)."""
 
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes | None = None
 
 
 _Server = TypeVar("_Server", bound="LoopbackServer")
@@ -123,7 +124,7 @@ class ProviderServer(LoopbackServer):
                     body = json.loads(raw)
                 except ValueError:
                     body = raw
-                captured = Captured(self.path, dict(self.headers.items()), body)
+                captured = Captured(self.path, dict(self.headers.items()), body, raw)
                 reply = outer._next(captured)
                 if reply.delay:
                     outer.release.wait(reply.delay)

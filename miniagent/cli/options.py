@@ -52,10 +52,12 @@ def _check_provider(value: Optional[str]) -> Optional[str]:  # noqa: UP045 (type
 
 def _provider_choice() -> str:
     """How a provider is chosen when none is named, read from the catalogue's rows."""
-    steps = [f"{name} if {provider(name).key_env} is set" for name in CHOSEN_BY_KEY]
-    if CHOSEN_BY_KEY[-1] == FOR_BASE_URL:
-        steps[-1] += " or --base-url is given"
-    else:
+    steps = [
+        f"{name} if {provider(name).key_env} is set"
+        + (" or --base-url is given" if name == FOR_BASE_URL else "")
+        for name in CHOSEN_BY_KEY
+    ]
+    if FOR_BASE_URL not in CHOSEN_BY_KEY:
         steps.append(f"{FOR_BASE_URL} if --base-url is given")
     return f"Default: {', else '.join(steps)}, else the embedded {FALLBACK} model."
 

@@ -8,6 +8,7 @@ Importing it imports ``requests``, so ``import miniagent`` never imports it.
   ``response_socket``, ``release``): every phase of a request can be cancelled.
 - ``watcher``: ``SocketWatcher``, which shuts a stream's socket down when the cancel event is set.
 - ``sse``: ``SSEDecoder``, the server-sent-events reader (WHATWG rules).
+- ``eventstream``: ``EventStreamDecoder``, the AWS event stream reader (Bedrock's frames).
 - ``urls``: base-URL and proxy checks, URLs shown without their secrets.
 - ``failures``: the one wording of a failed connection (``connection_failure``).
 """

@@ -11,8 +11,9 @@ A variable is a secret when its name, compared case-insensitively (upper-cased):
   ``PASSWORD``, ``PASSWD``, ``ACCESS_KEY``, ``PRIVATE_KEY``) or ends with ``_`` and one of them,
   e.g. ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``, ``DB_PASSWORD``,
   ``AWS_ACCESS_KEY``; or
-- contains ``SECRET_`` at its start or after an underscore, e.g. ``AWS_SECRET_ACCESS_KEY``,
-  ``CLIENT_SECRET_VALUE``, ``SECRET_KEY_BASE``.
+- contains ``SECRET_`` or ``TOKEN_`` at its start or after an underscore, e.g.
+  ``AWS_SECRET_ACCESS_KEY``, ``CLIENT_SECRET_VALUE``, ``SECRET_KEY_BASE``,
+  ``AWS_BEARER_TOKEN_BEDROCK`` (a Bedrock API key).
 
 ``HOME``, ``PATH``, ``MY_SETTING``, ``TOKENIZERS_PARALLELISM`` or ``KEYBOARD`` are not secrets.
 
@@ -51,7 +52,7 @@ SECRET_WORDS = (
 )
 
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")$|(?:^|_)SECRET_",
+    r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")$|(?:^|_)(?:SECRET|TOKEN)_",
 )
 
 

@@ -9,6 +9,8 @@ message says what to install: ``miniagent.providers needs requests: pip install 
 - ``OpenAIResponsesClient(model, base_url="https://api.openai.com/v1", api_key=None)``: the OpenAI
   Responses API, stateless (``store: false``), encrypted reasoning replayed; Azure's in
   ``providers.azure``, OpenRouter and DeepSeek in ``providers.compatible``
+- ``GeminiClient(model, base_url="https://generativelanguage.googleapis.com", api_key=None)``
+- ``BedrockClient(model, base_url=None, api_key=None, region=None)``: Bedrock Converse streaming
 - ``create_client(provider, model=None, base_url=None, api_key=None, **options)``
 - ``HTTPSettings(read_timeout=600, connect_timeout=10, stream_timeout=None, retry=RetryPolicy(),
   headers={}, extra_body={})``: the one value that configures a client's HTTP exchange
@@ -44,12 +46,16 @@ from ..net.urls import check_base_url
 from ._config import HTTPSettings
 from ._retry import RetryPolicy
 from .anthropic import AnthropicClient
+from .bedrock import BedrockClient
+from .gemini import GeminiClient
 from .openai import OpenAIChatClient
 from .responses import OpenAIResponsesClient
 
 __all__ = [
     "AnthropicClient",
+    "BedrockClient",
     "DEFAULT_MODELS",
+    "GeminiClient",
     "HTTPSettings",
     "OpenAIChatClient",
     "OpenAIResponsesClient",
@@ -83,11 +89,12 @@ def create_client(
             OpenAI-compatible server), ``"anthropic"``, ``"openai-responses"`` (the Responses
             API), ``"azure"`` (an Azure OpenAI resource: ``base_url`` or
             ``$AZURE_OPENAI_ENDPOINT``, the deployment as ``model``), ``"openrouter"``,
-            ``"deepseek"``; case-insensitive.
+            ``"deepseek"``, ``"gemini"`` or ``"bedrock"``; case-insensitive.
         model: the model name; default ``DEFAULT_MODELS[provider]`` (local: its own default).
         base_url: the API root; default the provider's public endpoint. Not used by ``local``.
         api_key: the key; default from the provider's key variable (``OPENAI_API_KEY``,
-            ``ANTHROPIC_API_KEY``).
+            ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or else ``GOOGLE_API_KEY``,
+            ``AWS_BEARER_TOKEN_BEDROCK`` or else a SigV4 signature).
         **options: the fields of ``HTTPSettings`` (``read_timeout``, ``connect_timeout``,
             ``stream_timeout`` in seconds, ``retry`` a ``RetryPolicy``, ``headers``,
             ``extra_body``), built here into one ``HTTPSettings`` and given to the client; and

@@ -8,14 +8,14 @@ the ``Transport`` from the client's one ``HTTPSettings`` value (layering: ``_cli
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from ..model import ModelEvent, ModelRequest
-from ..net.sse import SSEEvent
+from ..net.sse import SSEDecoder, SSEEvent
 from ..net.urls import check_base_url, check_proxy_for
 from ._config import HTTPSettings, base_headers, resolve_api_key, withheld_key
-from ._http import Transport
+from ._http import Decoder, Signer, Transport
 
 __all__ = ["HTTPClient", "StreamMapper"]
 
@@ -34,7 +34,8 @@ class HTTPClient:
     Subclasses set ``_provider`` (the name every error text of the instance starts with: its
     transport's and its stream mapper's), ``_key_env`` (the environment variable of the key),
     optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
-    ``_auth_headers``. Error texts name library settings (``stream_timeout``), never a CLI
+    ``_auth_headers``; a client with another way to authenticate than a key overrides
+    ``_resolve_key``. Error texts name library settings (``stream_timeout``), never a CLI
     option: the CLI words its own advice by the error's ``kind``.
     """
 
@@ -68,7 +69,7 @@ class HTTPClient:
         self.settings = settings
         self.temperature = temperature
         self.extra_body = dict(settings.extra_body)
-        key = resolve_api_key(api_key, self._key_env, self.base_url, self._provider)
+        key = self._resolve_key(api_key)
         self._headers = base_headers({**self._default_headers, **settings.headers})
         if key:
             self._headers.update(self._auth_headers(key))
@@ -83,19 +84,35 @@ class HTTPClient:
         """The headers that carry ``key``."""
         raise NotImplementedError
 
+    def _resolve_key(self, api_key: str | None) -> str | None:
+        """The key to send (``_config.resolve_api_key``: ``api_key``, else ``$_key_env`` for a
+        server that is not local).
+
+        Raises:
+            ProviderError: no key for a server that is not local.
+        """
+        return resolve_api_key(api_key, self._key_env, self.base_url, self._provider)
+
     def _stream(
         self,
         path: str,
         body: Mapping[str, Any],
         request: ModelRequest,
         mapper: StreamMapper,
+        *,
+        decoder: Callable[[], Decoder] | None = None,
+        sign: Signer | None = None,
     ) -> Iterator[ModelEvent]:
-        """POST ``body`` to ``{base_url}{path}``; ``mapper(events, secrets=...)`` maps the stream."""
+        """POST ``body`` to ``{base_url}{path}``; ``mapper(events, secrets=...)`` maps the stream
+        (framed by ``decoder()``, default SSE; each attempt signed by ``sign``: see
+        ``Transport.stream``)."""
 
         def mapped(events: Iterable[SSEEvent]) -> Iterator[ModelEvent]:
             return mapper(events, secrets=self._transport.secrets)
 
-        return self._transport.stream(f"{self.base_url}{path}", self._headers, body, request.cancel, mapped)
+        framing = decoder if decoder is not None else SSEDecoder
+        url, cancel = f"{self.base_url}{path}", request.cancel
+        return self._transport.stream(url, self._headers, body, cancel, mapped, decoder=framing, sign=sign)
 
     def close(self) -> None:
         """Close the HTTP session (its pooled connections). The client is unusable afterwards."""

@@ -8,8 +8,13 @@ each API's documentation: OpenAI-compatible ``finish_reason`` (OpenAI ``stop``, 
 ``incomplete_details.reason``: ``max_output_tokens``, ``content_filter``), Anthropic
 ``stop_reason`` (``end_turn``, ``stop_sequence``, ``tool_use``,
 ``max_tokens``, ``model_context_window_exceeded``, ``refusal``; ``pause_turn``, which only server
-tools cause and miniagent sends none, is unknown here) and llama.cpp's ``/completion``
-``stop_type`` (``eos``, ``word``, ``limit``).
+tools cause and miniagent sends none, is unknown here), llama.cpp's ``/completion``
+``stop_type`` (``eos``, ``word``, ``limit``) and the Gemini API's ``finishReason`` (``STOP``,
+``MAX_TOKENS``, ``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
+``IMAGE_SAFETY``, ``MALFORMED_FUNCTION_CALL``...; ``LANGUAGE``, ``OTHER`` and the rest are
+unknown here) and Bedrock Converse's ``stopReason`` (``end_turn``, ``tool_use``,
+``stop_sequence``, ``max_tokens``, ``guardrail_intervened``, ``content_filtered``,
+``malformed_model_output``, ``malformed_tool_use``, ``model_context_window_exceeded``).
 
 Invariants:
 
@@ -56,6 +61,17 @@ UNNATURAL_ENDINGS: dict[str, IncompleteReason] = {
     "content_filter": "content_filter",
     "safety": "content_filter",
     "recitation": "content_filter",
+    "blocklist": "content_filter",
+    "prohibited_content": "content_filter",
+    "spii": "content_filter",
+    "image_safety": "content_filter",
+    "image_prohibited_content": "content_filter",
+    "image_recitation": "content_filter",
+    "malformed_function_call": "provider_error",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "malformed_model_output": "provider_error",
+    "malformed_tool_use": "provider_error",
     "refusal": "refusal",
     "error": "provider_error",
 }

@@ -9,6 +9,9 @@ Shapes understood (the error bodies the supported servers document):
   type; Ollama sends ``{"error": "text"}``.
 - Anthropic: ``{"type": "error", "error": {"type": "overloaded_error", "message": ...}}``
   (https://docs.anthropic.com/en/api/errors), also as the data of an in-stream ``error`` event.
+- Google's APIs (Gemini): ``{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}``
+  (https://ai.google.dev/gemini-api/docs/troubleshooting), also as the data of an event of a
+  stream; ``status`` is the kind.
 - FastAPI-style servers: ``{"detail": ...}``; an HTML page (a proxy's or web server's error
   page): its title or first heading; anything else: the start of the body text.
 """
@@ -123,6 +126,8 @@ def _from_json(data: dict[str, Any]) -> tuple[str, str | None]:
         kind = _kind(err.get("type"))
         if kind is None:
             kind = _kind(err.get("code"))
+        if kind is None:
+            kind = _kind(err.get("status"))  # Google's APIs: "INVALID_ARGUMENT", "UNAVAILABLE"
         text = message if isinstance(message, str) else json.dumps(err, ensure_ascii=False)
         return text, kind
     if isinstance(err, str):

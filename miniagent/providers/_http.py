@@ -7,7 +7,9 @@ transport uses ``net.connection`` (the only module touching urllib3 internals) t
 - One ``requests.Session`` per client (``new_session``): keep-alive between turns.
 - ``Transport.stream`` POSTs a JSON body, retries per ``RetryPolicy`` until the first model
   event has been yielded, and feeds the body bytes (``urllib3`` ``read1``: whatever has arrived,
-  no 8 KB buffering) to the SSE decoder and the provider's mapper.
+  no 8 KB buffering) to the stream's decoder (the SSE decoder, or another framing such as
+  ``net.eventstream``) and the provider's mapper. A request that must be signed over its exact
+  bytes (AWS SigV4) gets its signing headers per attempt (``sign``).
 - Cancel: a ``SocketWatcher`` per stream waits on ``request.cancel`` and shuts the stream's
   socket down; the connection hands it each socket before connecting, so connect, proxy tunnel,
   send, waiting for headers and reading all return at once. The stream then ends quietly: the
@@ -30,8 +32,8 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 from urllib3 import BaseHTTPResponse
 from urllib3.util import Timeout
@@ -50,17 +52,33 @@ from ..net.connection import (
     response_socket,
 )
 from ..net.failures import connection_failure, exception_chain, host_port, is_stale, root_cause
-from ..net.sse import SSEDecoder, SSEEvent
+from ..net.sse import SSEDecoder
 from ..net.urls import display_url
 from ..net.watcher import SocketWatcher
 from ._config import HTTPSettings, withheld_key_hint
 from ._errors import error_details, redact, truncate
 from ._retry import retry_after_seconds
 
-__all__ = ["Mapper", "StatusError", "Transport"]
+__all__ = ["Decoder", "Mapper", "Signer", "StatusError", "Transport"]
 
-Mapper = Callable[[Iterator[SSEEvent]], Iterator[ModelEvent]]
-"""A provider's stream mapping: SSE events in, model events out (raises ``ProviderError``)."""
+Mapper = Callable[[Iterator[Any]], Iterator[ModelEvent]]
+"""A provider's stream mapping: decoded events (``SSEEvent``s by default) in, model events out
+(raises ``ProviderError``)."""
+
+Signer = Callable[[bytes], Mapping[str, str]]
+"""Headers that sign one request body (its exact bytes), made anew for each attempt."""
+
+
+class Decoder(Protocol):
+    """An incremental framing of a response body, such as ``SSEDecoder``."""
+
+    def feed(self, data: bytes) -> Iterable[Any]:
+        """The events that ``data`` completed (raises ``ProviderError`` on a broken frame)."""
+        ...
+
+    def close(self) -> Iterable[Any]:
+        """The events still held at the end of the body."""
+        ...
 
 ERROR_BODY_LIMIT = 65536
 """Most bytes of an error response body read to find the provider's message."""
@@ -134,6 +152,9 @@ class Transport:
         body: Mapping[str, Any],
         cancel: threading.Event | None,
         mapper: Mapper,
+        *,
+        decoder: Callable[[], Decoder] = SSEDecoder,
+        sign: Signer | None = None,
     ) -> Iterator[ModelEvent]:
         """POST ``body`` as JSON to ``url`` and yield the model events ``mapper`` makes of it.
 
@@ -142,7 +163,10 @@ class Transport:
             headers: request headers (auth included; they never reach an error text).
             body: the JSON request body.
             cancel: the run's cancel event, or ``None``.
-            mapper: turns the SSE events of one response into model events.
+            mapper: turns the decoded events of one response into model events.
+            decoder: makes the framing of one response body (default ``SSEDecoder``).
+            sign: the signing headers of the body's bytes, added to ``headers`` for each
+                attempt (they never reach an error text either).
 
         Returns:
             A generator of model events. It ends quietly (possibly with no events) when
@@ -172,7 +196,9 @@ class Transport:
                 return
             yielded = False
             try:
-                with contextlib.closing(self._attempt(url, headers, payload, cancel, mapper)) as events:
+                sent = {**headers, **sign(payload)} if sign is not None else headers
+                attempt_events = self._attempt(url, sent, payload, cancel, mapper, decoder)
+                with contextlib.closing(attempt_events) as events:
                     for event in events:
                         yielded = True
                         yield event
@@ -201,6 +227,7 @@ class Transport:
         payload: bytes,
         cancel: threading.Event | None,
         mapper: Mapper,
+        decoder: Callable[[], Decoder] = SSEDecoder,
     ) -> Generator[ModelEvent, None, None]:
         """One request: open, check status and content type, map the body.
 
@@ -220,7 +247,7 @@ class Transport:
             if not 200 <= response.status < 300:
                 raise self._status_error(response, cancel)
             self._check_content_type(response, cancel)
-            yield from mapper(self._sse_events(response, cancel, deadline, host_port(url)))
+            yield from mapper(self._sse_events(response, cancel, deadline, host_port(url), decoder()))
             finished = True
         finally:
             intact = watcher.stop() if watcher is not None else True
@@ -325,10 +352,12 @@ class Transport:
         cancel: threading.Event | None,
         deadline: float | None,
         where: str,
-    ) -> Iterator[SSEEvent]:
-        """Decode the body as it arrives; raise ``_Cancelled`` when cancelled, ``ProviderError``
-        past ``deadline`` (``time.monotonic()``) or when the connection to ``where`` breaks."""
-        decoder = SSEDecoder()
+        decoder: Decoder | None = None,
+    ) -> Iterator[Any]:
+        """Decode the body as it arrives (``decoder``, default an ``SSEDecoder``); raise
+        ``_Cancelled`` when cancelled, ``ProviderError`` past ``deadline`` (``time.monotonic()``)
+        or when the connection to ``where`` breaks."""
+        decoder = decoder if decoder is not None else SSEDecoder()
         read1 = response.read1
         while True:
             if cancel is not None and cancel.is_set():
@@ -353,9 +382,17 @@ class Transport:
                 )
             try:
                 events = decoder.feed(chunk)
-            except ProviderError as err:  # a line or event past the reader's cap
-                raise ProviderError(f"{self.provider}: {err}", kind=err.kind) from None
+            except ProviderError as err:  # a frame past the reader's cap, or broken in transit
+                raise self._framing_error(err) from None
             yield from events
         if cancel is not None and cancel.is_set():
             raise _Cancelled
-        yield from decoder.close()
+        try:
+            last = decoder.close()
+        except ProviderError as err:  # the body ended inside a frame
+            raise self._framing_error(err) from None
+        yield from last
+
+    def _framing_error(self, err: ProviderError) -> ProviderError:
+        """The decoder's error with this provider's name in front (kind and retryable kept)."""
+        return ProviderError(f"{self.provider}: {err}", kind=err.kind, retryable=err.retryable)

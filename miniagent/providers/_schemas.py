@@ -17,6 +17,12 @@ The rules, as each API words its 400:
 - Anthropic Messages, ``input_schema`` (``anthropic_input_schema``): the root is an object schema
   ("input_schema.type: Field required") without ``oneOf``, ``allOf`` or ``anyOf`` ("input_schema
   does not support oneOf, allOf, or anyOf at the top level").
+- Gemini API, ``functionDeclarations[].parametersJsonSchema`` (``gemini_parameters``): JSON Schema
+  (not the OpenAPI-subset ``parameters``, which has no field for ``additionalProperties``,
+  ``$ref``, ``const``, a list ``type``...: "Unknown name ... Cannot find field"); the schema "must
+  describe an object where the properties are the parameters to the function" (the
+  ``FunctionDeclaration`` reference), so the root is an object schema without a top-level
+  combination. ``generationConfig.responseJsonSchema`` takes any JSON Schema as it is.
 
 A root that is a combination becomes one object schema (``object_root``): the properties of every
 branch (a property whose branches differ: the ``anyOf``, or ``allOf`` for an ``allOf``, of its
@@ -29,7 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["anthropic_input_schema", "object_root", "openai_parameters", "openai_response_schema"]
+__all__ = [
+    "anthropic_input_schema",
+    "gemini_parameters",
+    "object_root",
+    "openai_parameters",
+    "openai_response_schema",
+]
 
 _COMBINATIONS = ("anyOf", "oneOf", "allOf")
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -56,6 +68,12 @@ def openai_response_schema(schema: Any) -> Any:
 def anthropic_input_schema(schema: Any) -> dict[str, Any]:
     """``schema`` as the Messages API takes a tool's ``input_schema``: an object root without a
     top-level combination (``object_root``)."""
+    return object_root(schema)
+
+
+def gemini_parameters(schema: Any) -> dict[str, Any]:
+    """``schema`` as the Gemini API takes a function's ``parametersJsonSchema``: an object root
+    without a top-level combination (``object_root``); the rest is JSON Schema as it is."""
     return object_root(schema)
 
 

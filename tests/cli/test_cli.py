@@ -84,8 +84,9 @@ def test_resolve_provider_prefers_explicit_then_keys_then_local() -> None:
     assert resolve_provider(None, {"OPENAI_API_KEY": "o"}) == "openai"
     assert resolve_provider("", {}) == "local"
     assert resolve_provider(None, {}, base_url="http://127.0.0.1:11434/v1") == "openai"
+    assert resolve_provider(None, {"GEMINI_API_KEY": "g"}) == "gemini"
     with pytest.raises(ValueError, match="unknown provider"):
-        resolve_provider("gemini", {})
+        resolve_provider("ollama", {})
 
 
 def test_resolve_approval_defaults_to_ask_only_on_a_terminal() -> None:
@@ -113,7 +114,7 @@ def test_default_session_path_is_under_xdg_state_and_new(tmp_path: Path) -> None
         ["run", "--bogus", "x"],
         ["--bogus"],
         ["run"],
-        ["run", "--provider", "gemini", "x"],
+        ["run", "--provider", "ollama", "x"],
         ["run", "--approve", "maybe", "x"],
         ["run", "--max-turns", "0", "x"],
         ["run", "--provider", "local", "--base-url", "http://127.0.0.1:1/v1", "x"],

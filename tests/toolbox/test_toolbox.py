@@ -661,6 +661,8 @@ FAKE_KEY = "sk-test-SECRET123"
         ("DJANGO_SECRET_KEY", True),
         ("CLIENT_SECRET", True),
         ("SECRET_KEY_BASE", True),
+        ("AWS_BEARER_TOKEN_BEDROCK", True),  # a Bedrock API key
+        ("GEMINI_API_KEY", True),
         ("API_KEY", True),
         ("TOKEN", True),
         ("HOME", False),
