@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
-from .errors import EmptyResponseError, MiniagentError, ProviderError, SessionError
+from .errors import EmptyResponseError, MiniagentError, ProviderError, SandboxUnavailable, SessionError
 from .messages import Message, Reasoning, ToolCall
 from .model import (
     DoneEvent,
@@ -52,6 +52,7 @@ __all__ = [
     "RedisSession",
     "RunResult",
     "SQLiteSession",
+    "SandboxUnavailable",
     "SessionError",
     "SessionStore",
     "StopReason",

@@ -38,6 +38,8 @@ from ._wire import Handler, Interrupted, Message, encode, is_response
 if TYPE_CHECKING:
     import threading
 
+    from ..process.sandbox import Sandbox
+
 __all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -57,16 +59,25 @@ class StdioTransport:
         argv: command and arguments.
         env: the child's whole environment.
         cwd: its working folder or ``None``.
+        sandbox: confine the server process (``process.sandbox``), or ``None``.
 
     Raises:
         MCPError: kind ``start`` when the command cannot be run (not found, not executable).
+        SandboxUnavailable: ``sandbox`` cannot confine the server.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         """Start the server process."""
         self.name = name
         try:
-            self.process = ServerProcess(name, argv, env, cwd)
+            self.process = ServerProcess(name, argv, env, cwd, sandbox)
         except FileNotFoundError as exc:
             missing = exc.filename if exc.filename is not None else argv[0]
             if cwd is not None and not os.path.isdir(cwd):

@@ -1,6 +1,10 @@
 """The runner of one command that leaves no descendant behind (started by ``process``; not an API).
 
-Usage: ``python -I -S _reaper.py GRACE -- PROGRAM ARG...``
+Usage: ``python -I -S _reaper.py GRACE [--sandbox-KEY PATH]... -- PROGRAM ARG...``
+
+With ``--sandbox-*`` options (``_confine.spec_options``), the forked child confines itself with
+the kernel (``_confine.confine``) before it runs the program; when that fails it writes one line
+on stderr and exits 126 without running anything.
 
 The runner makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), starts the
 program as its child and waits. A descendant whose parent exits is re-parented to the runner
@@ -146,10 +150,24 @@ def exit_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def confine_or_exit(options: list[str]) -> None:
+    """In the forked child: confine this process as ``options`` say (``_confine``, loaded from
+    this folder), or exit 126 with one line on stderr, before the program could run."""
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import _confine  # type: ignore[import-not-found]
+
+        _confine.confine(_confine.spec_from(options))
+    except Exception as error:
+        os.write(2, f"miniagent: the sandbox could not confine the command: {error}\n".encode())
+        os._exit(126)
+
+
 def main(argv: list[str]) -> None:
     """Run the command of ``argv`` (module doc) and exit like it."""
     grace = float(argv[1])
-    command = argv[3:]
+    split = argv.index("--", 2)
+    options, command = argv[2:split], argv[split + 1 :]
     become_subreaper()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stop)
@@ -162,6 +180,8 @@ def main(argv: list[str]) -> None:
             for signum in (*_STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            if options:
+                confine_or_exit(options)
             os.execvp(command[0], command)
         except OSError as error:
             os.write(2, f"{command[0]}: {error.strerror}\n".encode())

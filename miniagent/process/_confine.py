@@ -1,0 +1,349 @@
+"""The child side of the sandbox: confine this process with the Linux kernel, then exec.
+
+Not an API: ``process.sandbox`` describes a policy, and the process that will run the command
+(the reaper's forked child, the ``grep`` worker, an MCP server's reaper child) calls
+``confine(spec)`` on itself before it runs anything the model chose. Every later ``execve``
+keeps the confinement: the kernel never lifts it. It imports only the standard library (it runs
+inside ``python -I -S`` children, loaded by path) and never the ``miniagent`` package.
+
+What ``confine`` does, in this order (each step fails loudly, never silently):
+
+1. ``prctl(PR_SET_NO_NEW_PRIVS)``: no ``execve`` can raise privileges again (setuid, file
+   capabilities); the kernel requires it before an unprivileged Landlock or seccomp filter.
+2. Landlock (``landlock_create_ruleset`` 444, ``landlock_add_rule`` 445,
+   ``landlock_restrict_self`` 446 on x86_64 and aarch64), with every file-system right the
+   kernel's ABI knows handled, so only what is granted here is allowed:
+
+   - ``read`` roots (``/``): read, list and execute, except the ``hide`` paths (secret
+     folders, ``/dev``). Landlock grants rights to whole trees and has no "except", so a
+     root that holds a hidden path is granted child by child, and the child on the way to the
+     hidden path is split again, down to it (symbolic links are skipped: the kernel checks
+     the path they lead to). Listing a folder (``READ_DIR``) is granted on ``/`` itself, so
+     ``ls ~`` works; that also lets the names inside a hidden folder be listed -- never their
+     contents read.
+   - ``devices``: read and write of single device files (``/dev/null``, ``/dev/zero``...).
+   - ``write`` roots (the workspace, the private temporary folder): every right but making
+     character or block devices and device ``ioctl``.
+   - network (ABI >= 4): TCP bind and connect handled and never granted: both are refused.
+   - scopes (ABI >= 6): no signal to, and no abstract UNIX socket of, a process outside the
+     sandbox.
+3. seccomp: ``socket()`` of any family but ``AF_UNIX`` fails with ``EACCES``. Landlock governs
+   TCP ``connect`` and ``bind`` only: UDP, SCTP, raw and packet sockets pass it, and so does a
+   TCP Fast Open ``sendto(MSG_FASTOPEN)``, which connects without ``connect()`` (seen on Linux
+   6.18); with no Internet socket at all, none of them can reach the network. ``io_uring_setup``
+   (a way around the filter) and every system call of another architecture (x32, 32-bit) fail
+   the same way.
+4. capabilities: the bounding set, the ambient set and the process's own sets are emptied,
+   so a command run by root cannot load a kernel module, open raw sockets or override file
+   permissions (with step 1, no ``execve`` gives them back).
+
+Limits (the kernel's, documented where the policy is, ``process.sandbox``): connecting to a UNIX
+socket that has a path is not governed by Landlock up to ABI 7; a hard link made *before* the
+command runs, inside a write root, to a file outside it, is writable through that path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+import struct
+
+TYPE_CHECKING = False  # not imported from typing: start-up time of the children
+if TYPE_CHECKING:
+    from typing import Any
+
+# --- the kernel's numbers ---------------------------------------------------------------------
+
+_SYSCALLS = {  # (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self, capset)
+    "x86_64": (444, 445, 446, 126),
+    "aarch64": (444, 445, 446, 91),
+}
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_IO_URING_SETUP = 425
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+_CAPABILITY_VERSION_3 = 0x20080522
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13  # ABI 2
+TRUNCATE = 1 << 14  # ABI 3
+IOCTL_DEV = 1 << 15  # ABI 5
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+"""The rights a rule on a file that is not a folder may carry (the kernel refuses others)."""
+READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
+WRITE_RIGHTS = (
+    READ_RIGHTS
+    | WRITE_FILE
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_SYM
+    | REFER
+    | TRUNCATE
+)
+DEVICE_RIGHTS = READ_FILE | WRITE_FILE
+MIN_ABI = 4
+"""The oldest Landlock ABI that can refuse TCP (``confine`` refuses to run on older kernels)."""
+
+
+class ConfineError(OSError):
+    """The kernel could not confine this process (the command must not run)."""
+
+
+def _libc() -> Any:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    libc.prctl.restype = ctypes.c_int
+    return libc
+
+
+def _machine() -> str:
+    machine = os.uname().machine
+    if machine not in _SYSCALLS:
+        raise ConfineError(f"no sandbox on this architecture ({machine or 'unknown'})")
+    return machine
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        error = ctypes.get_errno()
+        raise ConfineError(error, f"{what}: {os.strerror(error)}")
+    return result
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    try:
+        numbers = _SYSCALLS[_machine()]
+        libc = _libc()
+    except (OSError, KeyError):
+        return 0
+    version = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+    return max(0, int(version))
+
+
+# --- the spec on a command line ----------------------------------------------------------------
+
+_KEYS = ("read", "hide", "devices", "write")
+
+
+def spec_options(spec: dict[str, Any]) -> list[str]:
+    """``spec`` as command-line options (``--sandbox-read PATH``...), read by ``spec_from``."""
+    options: list[str] = []
+    for key in _KEYS:
+        for path in spec.get(key, ()):
+            options += [f"--sandbox-{key}", str(path)]
+    return options
+
+
+def spec_from(options: list[str]) -> dict[str, Any] | None:
+    """The spec written by ``spec_options``; ``None`` when ``options`` is empty.
+
+    Raises:
+        ValueError: an option that ``spec_options`` does not write.
+    """
+    if not options:
+        return None
+    spec: dict[str, list[str]] = {key: [] for key in _KEYS}
+    pairs = zip(options[::2], options[1::2], strict=False)
+    for option, value in pairs:
+        key = option.removeprefix("--sandbox-")
+        if key not in spec or option == key:
+            raise ValueError(f"unknown option {option!r}")
+        spec[key].append(value)
+    if len(options) % 2:
+        raise ValueError(f"option {options[-1]!r} has no value")
+    return dict(spec)
+
+
+# --- rules: what to grant -------------------------------------------------------------------------
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def grants(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
+    """The ``(path, rights)`` rules that give ``rights`` on the tree of ``root`` except the
+    trees of ``hidden`` (resolved absolute paths): one rule on ``root`` when it holds none of
+    them, else one per child (symbolic links skipped), split again on the way to each."""
+    below = [h for h in hidden if _inside(h, root)]
+    if not below:
+        return [(root, rights)]
+    if root in below:
+        return []
+    rules: list[tuple[str, int]] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        rules.extend(grants(entry.path, rights, below))
+    return rules
+
+
+def _rules(spec: dict[str, Any]) -> list[tuple[str, int]]:
+    hidden = [str(h) for h in spec.get("hide", ())]
+    rules: list[tuple[str, int]] = [("/", READ_DIR)]
+    for root in spec.get("read", ()):
+        rules.extend(grants(str(root), READ_RIGHTS, hidden))
+    rules.extend((str(device), DEVICE_RIGHTS) for device in spec.get("devices", ()))
+    rules.extend((str(root), WRITE_RIGHTS) for root in spec.get("write", ()))
+    return rules
+
+
+# --- Landlock -------------------------------------------------------------------------------------
+
+
+def _ruleset(libc: Any, numbers: tuple[int, ...], abi: int) -> tuple[int, int]:
+    """A new ruleset fd handling every right of ``abi``; returns ``(fd, handled fs rights)``."""
+    handled_fs = _FS_BY_ABI.get(abi, _FS_BY_ABI[5])
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("=QQQ", handled_fs, NET_BIND_TCP | NET_CONNECT_TCP, scoped)
+    size = 24 if abi >= 6 else 16
+    buffer = ctypes.create_string_buffer(attr, 24)
+    fd = libc.syscall(numbers[0], buffer, ctypes.c_size_t(size), ctypes.c_uint32(0))
+    return _check(int(fd), "landlock_create_ruleset"), handled_fs
+
+
+def _add_rule(libc: Any, numbers: tuple[int, ...], ruleset: int, path: str, rights: int) -> None:
+    """Grant ``rights`` beneath ``path`` (masked to file rights on a file); a path that is
+    gone is skipped (nothing to grant)."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= FILE_RIGHTS
+        if not rights:
+            return
+        attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
+        result = libc.syscall(
+            numbers[1], ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH), attr, ctypes.c_uint32(0)
+        )
+        _check(int(result), f"landlock_add_rule {path}")
+    finally:
+        os.close(fd)
+
+
+def _landlock(libc: Any, numbers: tuple[int, ...], spec: dict[str, Any]) -> None:
+    abi = int(libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)))
+    if abi < MIN_ABI:
+        raise ConfineError(f"Landlock ABI {max(abi, 0)} cannot refuse network access (needs {MIN_ABI})")
+    ruleset, handled = _ruleset(libc, numbers, abi)
+    try:
+        for path, rights in _rules(spec):
+            _add_rule(libc, numbers, ruleset, path, rights & handled)
+        _check(
+            int(libc.syscall(numbers[2], ctypes.c_int(ruleset), ctypes.c_uint32(0))), "landlock_restrict_self"
+        )
+    finally:
+        os.close(ruleset)
+
+
+# --- seccomp and capabilities ---------------------------------------------------------------------
+
+
+def _filter(machine: str) -> bytes:
+    """The BPF program of step 3 (module doc), as ``struct sock_filter`` records: ``socket()``
+    is allowed for ``AF_UNIX`` only; any other family, ``io_uring_setup``, and any system call
+    of another architecture fail with ``EACCES``."""
+    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    # (label, code, k, jump-if-true label, jump-if-false label); None: the next instruction
+    program: list[tuple[str, int, int, str | None, str | None]] = [
+        ("", load, 4, None, None),  # seccomp_data.arch
+        ("", jeq, _AUDIT_ARCH[machine], None, "deny"),
+        ("", load, 0, None, None),  # seccomp_data.nr
+        ("", jge, 0x40000000, "deny", None),  # the x32 system calls
+        ("", jeq, _IO_URING_SETUP, "deny", None),
+        ("", jeq, _SOCKET[machine], None, "allow"),
+        ("", load, 16, None, None),  # args[0]: the address family
+        ("", jeq, 1, "allow", "deny"),  # AF_UNIX
+        ("allow", ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
+        ("deny", ret, 0x00050000 | 13, None, None),  # SECCOMP_RET_ERRNO | EACCES
+    ]
+    where = {label: index for index, (label, *_) in enumerate(program) if label}
+
+    def offset(index: int, label: str | None) -> int:
+        return 0 if label is None else where[label] - index - 1
+
+    return b"".join(
+        struct.pack("=HBBI", code, offset(i, true), offset(i, false), k)
+        for i, (_, code, k, true, false) in enumerate(program)
+    )
+
+
+def _seccomp(libc: Any, machine: str) -> None:
+    program = _filter(machine)
+    filters = ctypes.create_string_buffer(program, len(program))
+    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
+    header = ctypes.create_string_buffer(fprog, len(fprog))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, header, 0, 0), "seccomp filter")
+
+
+def _drop_capabilities(libc: Any, numbers: tuple[int, ...]) -> None:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", "rb") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 63
+    for capability in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) < 0 and ctypes.get_errno() not in (1, 22):
+            _check(-1, "dropping capabilities")  # EPERM: none to drop; EINVAL: not a capability
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = ctypes.create_string_buffer(struct.pack("=Ii", _CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)
+    _check(int(libc.syscall(numbers[3], header, data)), "capset")
+
+
+def confine(spec: dict[str, Any]) -> None:
+    """Confine this process (and every program it will run) as ``spec`` says (module doc).
+
+    Args:
+        spec: ``{"read": [paths], "hide": [paths], "devices": [paths], "write": [paths]}``,
+            every path absolute and resolved (``process.sandbox`` builds it).
+
+    Raises:
+        ConfineError: a step failed (old kernel, unknown architecture, a refused rule); the
+            process may be partly confined and must not run the command.
+    """
+    machine = _machine()
+    numbers = _SYSCALLS[machine]
+    libc = _libc()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _landlock(libc, numbers, spec)
+    _seccomp(libc, machine)
+    _drop_capabilities(libc, numbers)
