@@ -392,10 +392,11 @@ class CommandRules:
         if not commands:
             return Verdict("unreadable", "refused: the command is empty")
         context = Context(self.workspace, not any(_changes_folder(c) for c in _layers(commands, 0)))
-        for command in commands:
-            verdict = self._judge(command, context, 0)
-            if not verdict.allowed:
-                return verdict
+        verdicts = [self._judge(command, context, 0) for command in commands]
+        for kind in ("denied", "unreadable", "unmatched"):  # a deny anywhere in the line comes first
+            found = next((v for v in verdicts if v.kind == kind), None)
+            if found is not None:
+                return found
         return _ALLOWED
 
     def _judge(self, command: SimpleCommand, context: Context, depth: int) -> Verdict:

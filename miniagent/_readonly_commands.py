@@ -106,8 +106,8 @@ class ReadOnlyCommand:
 
     @property
     def text(self) -> str:
-        """How refusals name this rule."""
-        return f"{self.program} (read-only)"
+        """How refusals name this rule: the program's name."""
+        return self.program
 
     def admits(self, command: SimpleCommand, context: Context) -> bool | str:
         """``True`` when ``command`` is this program with allowed options and confined paths;
@@ -296,8 +296,8 @@ class FindCommand:
 
     @property
     def text(self) -> str:
-        """How refusals name this rule."""
-        return "find (read-only)"
+        """How refusals name this rule: the program's name."""
+        return "find"
 
     def admits(self, command: SimpleCommand, context: Context) -> bool | str:
         """As ``ReadOnlyCommand.admits``."""

@@ -7,8 +7,8 @@ Invariants:
   starts ``node``, ``uvx`` starts ``python``), registered while it runs, so the CLI's emergency
   exit (``kill_running_children``) reaches it too.
 - A server started with a ``Sandbox`` runs under the reaper, whose child confines itself with the
-  kernel before it runs the server (``process.sandbox``: writes only in its folder and a private
-  temporary folder, removed when it stops; no network; secret folders unreadable).
+  kernel before it runs the server (``process.sandbox``: writes only in its folder and the
+  sandbox's private temporary folder; no network; secret folders unreadable).
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
   ``STDERR_LOG_BYTES`` per process, lines cut at ``STDERR_LINE_CHARS``) and keeps the last lines

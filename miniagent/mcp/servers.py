@@ -283,9 +283,9 @@ class StdioMCPServer(MCPServerBase):
             ``miniagent.tools``).
         sandbox: ``"none"`` (default) or ``"workspace"``: the server runs confined by the kernel
             (``miniagent.process.sandbox``): it writes only in its ``cwd`` (default this
-            process's folder) and a private temporary folder, has no network and cannot read
-            secret folders. ``start()`` raises ``SandboxUnavailable`` where the kernel cannot
-            confine it.
+            process's folder) and a private temporary folder (removed by ``close()``), has no
+            network and cannot read secret folders. ``start()`` raises ``SandboxUnavailable``
+            where the kernel cannot confine it.
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
@@ -337,6 +337,14 @@ class StdioMCPServer(MCPServerBase):
         from ..process.environment import secret_values
 
         return secret_values(os.environ, self.env)
+
+    def close(self) -> None:
+        """End the session, stop the process group and remove the sandbox's temporary folder
+        (when the server was sandboxed). Never raises."""
+        super().close()
+        box = self._box
+        if box is not None:
+            box.close()
 
     def _open(self) -> Transport:
         from ..process.environment import scrubbed_environ

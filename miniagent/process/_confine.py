@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import stat
 import struct
 
 TYPE_CHECKING = False  # not imported from typing: start-up time of the children
@@ -148,7 +147,7 @@ def landlock_abi() -> int:
         libc = _libc()
     except (OSError, KeyError):
         return 0
-    version = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+    version = libc.syscall(_long(numbers[0]), None, _long(0), _long(CREATE_RULESET_VERSION))
     return max(0, int(version))
 
 
@@ -196,7 +195,8 @@ def _inside(path: str, root: str) -> bool:
 def grants(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
     """The ``(path, rights)`` rules that give ``rights`` on the tree of ``root`` except the
     trees of ``hidden`` (resolved absolute paths): one rule on ``root`` when it holds none of
-    them, else one per child (symbolic links skipped), split again on the way to each."""
+    them, else one per child (symbolic links skipped; a file's rights masked to
+    ``FILE_RIGHTS``), split again on the way to each."""
     below = [h for h in hidden if _inside(h, root)]
     if not below:
         return [(root, rights)]
@@ -208,13 +208,15 @@ def grants(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
     except OSError:
         return []
     for entry in entries:
-        if entry.is_symlink():
-            continue
-        rules.extend(grants(entry.path, rights, below))
+        if entry.is_dir(follow_symlinks=False):
+            rules.extend(grants(entry.path, rights, below))
+        elif not entry.is_symlink() and entry.path not in below:
+            rules.append((entry.path, rights & FILE_RIGHTS))
     return rules
 
 
 def _rules(spec: dict[str, Any]) -> list[tuple[str, int]]:
+    """Every ``(path, rights)`` rule of ``spec`` (module doc); folders but ``devices``."""
     hidden = [str(h) for h in spec.get("hide", ())]
     rules: list[tuple[str, int]] = [("/", READ_DIR)]
     for root in spec.get("read", ()):
@@ -227,6 +229,18 @@ def _rules(spec: dict[str, Any]) -> list[tuple[str, int]]:
 # --- Landlock -------------------------------------------------------------------------------------
 
 
+def _long(value: int) -> ctypes.c_long:
+    return ctypes.c_long(value)  # syscall(2) reads every argument as a long
+
+
+def _ulong(value: int) -> ctypes.c_ulong:
+    return ctypes.c_ulong(value)  # prctl(2) reads its arguments as unsigned longs
+
+
+def _prctl(libc: Any, option: int, argument: int) -> int:
+    return int(libc.prctl(ctypes.c_int(option), _ulong(argument), _ulong(0), _ulong(0), _ulong(0)))
+
+
 def _ruleset(libc: Any, numbers: tuple[int, ...], abi: int) -> tuple[int, int]:
     """A new ruleset fd handling every right of ``abi``; returns ``(fd, handled fs rights)``."""
     handled_fs = _FS_BY_ABI.get(abi, _FS_BY_ABI[5])
@@ -234,42 +248,37 @@ def _ruleset(libc: Any, numbers: tuple[int, ...], abi: int) -> tuple[int, int]:
     attr = struct.pack("=QQQ", handled_fs, NET_BIND_TCP | NET_CONNECT_TCP, scoped)
     size = 24 if abi >= 6 else 16
     buffer = ctypes.create_string_buffer(attr, 24)
-    fd = libc.syscall(numbers[0], buffer, ctypes.c_size_t(size), ctypes.c_uint32(0))
+    fd = libc.syscall(_long(numbers[0]), buffer, _long(size), _long(0))
     return _check(int(fd), "landlock_create_ruleset"), handled_fs
 
 
-def _add_rule(libc: Any, numbers: tuple[int, ...], ruleset: int, path: str, rights: int) -> None:
-    """Grant ``rights`` beneath ``path`` (masked to file rights on a file); a path that is
-    gone is skipped (nothing to grant)."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return
-    try:
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
-            rights &= FILE_RIGHTS
+def _add_rules(libc: Any, numbers: tuple[int, ...], ruleset: int, rules: list[tuple[str, int]]) -> None:
+    """Grant each rule's rights beneath its path; a path that is gone is skipped (nothing to
+    grant), a rule the kernel refuses raises ``ConfineError``."""
+    attr = ctypes.create_string_buffer(12)  # struct landlock_path_beneath_attr (packed)
+    add, target, kind, flags = _long(numbers[1]), _long(ruleset), _long(RULE_PATH_BENEATH), _long(0)
+    for path, rights in rules:
         if not rights:
-            return
-        attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
-        result = libc.syscall(
-            numbers[1], ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH), attr, ctypes.c_uint32(0)
-        )
-        _check(int(result), f"landlock_add_rule {path}")
-    finally:
-        os.close(fd)
+            continue
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            struct.pack_into("=Qi", attr, 0, rights, fd)
+            _check(int(libc.syscall(add, target, kind, attr, flags)), f"landlock_add_rule {path}")
+        finally:
+            os.close(fd)
 
 
 def _landlock(libc: Any, numbers: tuple[int, ...], spec: dict[str, Any]) -> None:
-    abi = int(libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)))
+    abi = int(libc.syscall(_long(numbers[0]), None, _long(0), _long(CREATE_RULESET_VERSION)))
     if abi < MIN_ABI:
         raise ConfineError(f"Landlock ABI {max(abi, 0)} cannot refuse network access (needs {MIN_ABI})")
     ruleset, handled = _ruleset(libc, numbers, abi)
     try:
-        for path, rights in _rules(spec):
-            _add_rule(libc, numbers, ruleset, path, rights & handled)
-        _check(
-            int(libc.syscall(numbers[2], ctypes.c_int(ruleset), ctypes.c_uint32(0))), "landlock_restrict_self"
-        )
+        _add_rules(libc, numbers, ruleset, [(path, rights & handled) for path, rights in _rules(spec)])
+        _check(int(libc.syscall(_long(numbers[2]), _long(ruleset), _long(0))), "landlock_restrict_self")
     finally:
         os.close(ruleset)
 
@@ -311,7 +320,10 @@ def _seccomp(libc: Any, machine: str) -> None:
     filters = ctypes.create_string_buffer(program, len(program))
     fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
     header = ctypes.create_string_buffer(fprog, len(fprog))
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, header, 0, 0), "seccomp filter")
+    _check(
+        libc.prctl(PR_SET_SECCOMP, _ulong(SECCOMP_MODE_FILTER), header, _ulong(0), _ulong(0)),
+        "seccomp filter",
+    )
 
 
 def _drop_capabilities(libc: Any, numbers: tuple[int, ...]) -> None:
@@ -321,12 +333,12 @@ def _drop_capabilities(libc: Any, numbers: tuple[int, ...]) -> None:
     except (OSError, ValueError):
         last = 63
     for capability in range(last + 1):
-        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) < 0 and ctypes.get_errno() not in (1, 22):
+        if _prctl(libc, PR_CAPBSET_DROP, capability) < 0 and ctypes.get_errno() not in (1, 22):
             _check(-1, "dropping capabilities")  # EPERM: none to drop; EINVAL: not a capability
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = ctypes.create_string_buffer(struct.pack("=Ii", _CAPABILITY_VERSION_3, 0), 8)
     data = ctypes.create_string_buffer(bytes(24), 24)
-    _check(int(libc.syscall(numbers[3], header, data)), "capset")
+    _check(int(libc.syscall(_long(numbers[3]), header, data)), "capset")
 
 
 def confine(spec: dict[str, Any]) -> None:
@@ -343,7 +355,7 @@ def confine(spec: dict[str, Any]) -> None:
     machine = _machine()
     numbers = _SYSCALLS[machine]
     libc = _libc()
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_prctl(libc, PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
     _landlock(libc, numbers, spec)
     _seccomp(libc, machine)
     _drop_capabilities(libc, numbers)

@@ -6,9 +6,11 @@ the program, so the program and everything it starts stay confined; nothing can 
 
 Policy ``workspace``:
 
-- **Writes** only inside the workspace folder and a private temporary folder made for each
-  command (``TMPDIR``, ``TMP`` and ``TEMP`` name it; it is removed when the command ends), plus
-  the harmless devices of ``DEVICES`` (``/dev/null``...). Nowhere else: not ``~/.bashrc``, not
+- **Writes** only inside the workspace folder and the sandbox's private temporary folder
+  (``TMPDIR``, ``TMP`` and ``TEMP`` name it; made for the first command, shared by the sandbox's
+  later commands -- as ``/tmp`` is between commands -- and removed by ``Sandbox.close``, when
+  the sandbox is collected or when the process exits), plus the harmless devices of ``DEVICES``
+  (``/dev/null``...). Nowhere else: not ``~/.bashrc``, not
   through a symbolic link or ``/proc/self/root`` (the kernel checks the file reached, not the
   path spelled), not by a hard link to a file outside (refused by Landlock's ``REFER`` rule),
   not ``/dev/shm``. Device files cannot be made.
@@ -35,7 +37,9 @@ the same way: Landlock cannot give write access to a folder except one of its su
 Limits: the hidden paths are those of the home folders known when a command starts (``HOME``
 and the user's home from the password database); connecting to a UNIX socket that has a path
 (``/var/run/docker.sock``) is not governed by Landlock up to ABI 7; a hard link made before the
-command ran, inside the workspace, to a file outside it, is writable through that name; POSIX
+command ran, inside the workspace, to a file outside it, is writable through that name; the
+mode, times and extended attributes of a file the user owns outside the workspace can still be
+changed (``chmod``, ``touch -d``: Landlock does not govern them), never its contents; POSIX
 shared memory (``/dev/shm``: Python's ``multiprocessing`` locks) is unavailable; the hidden
 folders are found by name: a secret kept elsewhere is readable.
 """
@@ -48,6 +52,8 @@ import pwd
 import shutil
 import sys
 import tempfile
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,9 +130,12 @@ def _homes(env: Mapping[str, str] | None) -> list[str]:
 def hidden_paths(env: Mapping[str, str] | None = None) -> list[str]:
     """The existing paths a confined command cannot read, resolved (symbolic links followed):
     ``SECRET_PATHS`` under each home folder (``HOME``, the password database's, and ``env``'s
-    ``HOME``), ``SYSTEM_SECRETS`` and ``/dev``."""
+    ``HOME``), the ``SYSTEM_SECRETS`` this process could read (root's: for other users the
+    file permissions already keep them unreadable, and leaving them out of the rules spares
+    splitting ``/etc``), and ``/dev``."""
     candidates = [os.path.join(home, name) for home in _homes(env) for name in SECRET_PATHS]
-    candidates += [*SYSTEM_SECRETS, "/dev"]
+    candidates += [path for path in SYSTEM_SECRETS if os.access(path, os.R_OK)]  # root's: others cannot
+    candidates.append("/dev")
     return sorted({os.path.realpath(path) for path in candidates if os.path.lexists(path)})
 
 
@@ -168,7 +177,7 @@ class Confinement:
         spec: the rules for ``_confine.confine`` (JSON-ready: ``read``, ``hide``, ``devices``,
             ``write``).
         env: variables to set in the child's environment (``TMPDIR``, ``TMP``, ``TEMP``).
-        temp: the private temporary folder, or ``None`` (a child that writes nothing).
+        temp: the sandbox's private temporary folder, or ``None`` (a child that writes nothing).
     """
 
     spec: dict[str, Any]
@@ -198,22 +207,25 @@ class Sandbox:
         self.workspace = root
         self.writable = writable
         self._check_workspace(hidden_paths())
+        self._lock = threading.Lock()
+        self._temp: Path | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def _check_workspace(self, hidden: list[str]) -> None:
         root = str(self.workspace)
         for path in hidden:
+            if _inside(root, path):
+                raise SandboxUnavailable(f"the workspace {root} lies inside {path}, which the sandbox hides")
             if _inside(path, root):
                 raise SandboxUnavailable(
                     f"the workspace {root} holds {path}, which the sandbox keeps unreadable; "
                     "choose a workspace folder that does not contain it"
                 )
-            if _inside(root, path):
-                raise SandboxUnavailable(f"the workspace {root} lies inside {path}, which the sandbox hides")
 
     @contextlib.contextmanager
     def confinement(self, env: Mapping[str, str] | None = None) -> Iterator[Confinement]:
-        """The rules for one child, with its private temporary folder made now and removed
-        (with what the child left in it) when the block ends.
+        """The rules for one child, with the sandbox's private temporary folder (made at the
+        first child, kept for the next ones, removed by ``close``).
 
         Args:
             env: the child's environment (its ``HOME``'s secrets are hidden too).
@@ -228,12 +240,24 @@ class Sandbox:
         if not self.writable:
             yield Confinement(spec)
             return
-        temp = Path(tempfile.mkdtemp(prefix="miniagent-sandbox-")).resolve()
-        try:
-            spec["write"] = [str(self.workspace), str(temp)]
-            yield Confinement(spec, {"TMPDIR": str(temp), "TMP": str(temp), "TEMP": str(temp)}, temp)
-        finally:
-            shutil.rmtree(temp, ignore_errors=True)
+        temp = self._temp_folder()
+        spec["write"] = [str(self.workspace), str(temp)]
+        yield Confinement(spec, {"TMPDIR": str(temp), "TMP": str(temp), "TEMP": str(temp)}, temp)
+
+    def _temp_folder(self) -> Path:
+        with self._lock:
+            if self._temp is None or not self._temp.is_dir():
+                self._temp = Path(tempfile.mkdtemp(prefix="miniagent-sandbox-")).resolve()
+                self._finalizer = weakref.finalize(self, shutil.rmtree, self._temp, ignore_errors=True)
+            return self._temp
+
+    def close(self) -> None:
+        """Remove the private temporary folder and what the children left in it (a later child
+        gets a new one). Also done when the sandbox is garbage collected or the process exits."""
+        with self._lock:
+            finalizer, self._finalizer, self._temp = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()
 
 
 def sandbox_for(mode: str, workspace: str | os.PathLike[str], *, writable: bool = True) -> Sandbox | None:
