@@ -88,6 +88,12 @@ GUARDED_OPTIONS: dict[str, tuple[str, ...]] = {
         "-c",
         "-c?*",
         "--confcutdir*",
+        "--log-file*",
+        "--debug*",
+        "--report-log*",
+        "--result-log*",
+        "--html*",
+        "--cov-report*",
     ),
     "sort": ("-o*", "--output*", "--compress-program*", "-T*", "--temporary-directory*", "--files0-from*"),
     "tar": (
@@ -111,6 +117,8 @@ GUARDED_OPTIONS: dict[str, tuple[str, ...]] = {
 """Options, by program, that a ``*`` of an allow rule never matches (``fnmatch`` patterns)."""
 
 _CHANGES_FOLDER = frozenset(("cd", "pushd", "popd", "chdir"))
+MAX_LINE_CHARS = 100_000
+"""The longest command line the rules read (a longer one is unreadable)."""
 _LISTED_CHARS = 300
 
 
@@ -385,6 +393,10 @@ class CommandRules:
 
     def judge(self, line: str) -> Verdict:
         """The verdict on the command line ``line`` (module doc)."""
+        if len(line) > MAX_LINE_CHARS:
+            return Verdict(
+                "unreadable", f"refused: the command has {len(line)} characters, more than the rules read"
+            )
         try:
             commands = parse(line)
         except ShellSyntaxError as error:

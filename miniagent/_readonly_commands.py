@@ -478,13 +478,12 @@ READ_ONLY_COMMANDS: tuple[ReadOnlyCommand | FindCommand, ...] = (
     ReadOnlyCommand("tr", flags="cdst", operands="text"),
     ReadOnlyCommand(
         "diff",
-        flags="uqrNwbiBatyps",
+        flags="uqNwbiBatyps",  # not -r: it would follow a symbolic link in a folder out
         valued="U",
         long=(
             "--unified",
             "--unified=",
             "--brief",
-            "--recursive",
             "--new-file",
             "--ignore-all-space",
             "--ignore-space-change",

@@ -31,8 +31,9 @@ What ``confine`` does, in this order (each step fails loudly, never silently):
    TCP ``connect`` and ``bind`` only: UDP, SCTP, raw and packet sockets pass it, and so does a
    TCP Fast Open ``sendto(MSG_FASTOPEN)``, which connects without ``connect()`` (seen on Linux
    6.18); with no Internet socket at all, none of them can reach the network. ``io_uring_setup``
-   (a way around the filter) and every system call of another architecture (x32, 32-bit) fail
-   the same way.
+   (a way around the filter), the kernel keyring calls (``add_key``, ``request_key``,
+   ``keyctl``: keys of the user's session) and every system call of another architecture (x32,
+   32-bit) fail the same way.
 4. capabilities: the bounding set, the ambient set and the process's own sets are emptied,
    so a command run by root cannot load a kernel module, open raw sockets or override file
    permissions (with step 1, no ``execve`` gives them back).
@@ -59,6 +60,7 @@ _SYSCALLS = {  # (landlock_create_ruleset, landlock_add_rule, landlock_restrict_
     "aarch64": (444, 445, 446, 91),
 }
 _SOCKET = {"x86_64": 41, "aarch64": 198}
+_KEYRINGS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}  # add_key, request_key, keyctl
 _IO_URING_SETUP = 425
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
@@ -261,7 +263,7 @@ def _add_rules(libc: Any, numbers: tuple[int, ...], ruleset: int, rules: list[tu
         if not rights:
             continue
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)  # a link swapped in: no rule out
         except FileNotFoundError:
             continue
         try:
@@ -288,8 +290,8 @@ def _landlock(libc: Any, numbers: tuple[int, ...], spec: dict[str, Any]) -> None
 
 def _filter(machine: str) -> bytes:
     """The BPF program of step 3 (module doc), as ``struct sock_filter`` records: ``socket()``
-    is allowed for ``AF_UNIX`` only; any other family, ``io_uring_setup``, and any system call
-    of another architecture fail with ``EACCES``."""
+    is allowed for ``AF_UNIX`` only; any other family, ``io_uring_setup``, the kernel keyring
+    calls, and any system call of another architecture fail with ``EACCES``."""
     load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     # (label, code, k, jump-if-true label, jump-if-false label); None: the next instruction
     program: list[tuple[str, int, int, str | None, str | None]] = [
@@ -298,6 +300,7 @@ def _filter(machine: str) -> bytes:
         ("", load, 0, None, None),  # seccomp_data.nr
         ("", jge, 0x40000000, "deny", None),  # the x32 system calls
         ("", jeq, _IO_URING_SETUP, "deny", None),
+        *(("", jeq, number, "deny", None) for number in _KEYRINGS[machine]),
         ("", jeq, _SOCKET[machine], None, "allow"),
         ("", load, 16, None, None),  # args[0]: the address family
         ("", jeq, 1, "allow", "deny"),  # AF_UNIX

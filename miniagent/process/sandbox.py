@@ -41,7 +41,8 @@ command ran, inside the workspace, to a file outside it, is writable through tha
 mode, times and extended attributes of a file the user owns outside the workspace can still be
 changed (``chmod``, ``touch -d``: Landlock does not govern them), never its contents; POSIX
 shared memory (``/dev/shm``: Python's ``multiprocessing`` locks) is unavailable; the hidden
-folders are found by name: a secret kept elsewhere is readable.
+folders are found by name: a secret kept elsewhere, or the same folder mounted at another path
+(a bind mount), is readable.
 """
 
 from __future__ import annotations

@@ -82,6 +82,25 @@ def test_a_star_never_stands_for_a_guarded_option_but_a_rule_may_name_it() -> No
     assert judge(CommandRules(["git diff --output=diff.txt"]), "git diff --output=diff.txt") == "allowed"
 
 
+def test_pytest_options_that_write_or_upload_elsewhere_are_guarded() -> None:
+    rules = CommandRules(["pytest *"])
+    for command in (
+        "pytest --log-file=/root/.bashrc",
+        "pytest --basetemp=/root",
+        "pytest --debug=/tmp/x",
+        "pytest --junitxml=/etc/x",
+        "pytest --pastebin=all",
+        "pytest -o cache_dir=/root",
+    ):
+        assert judge(rules, command) == "unmatched", command
+    assert judge(rules, "pytest -q -x --lf tests") == "allowed"
+
+
+def test_a_line_too_long_to_read_is_refused() -> None:
+    verdict = CommandRules(["echo *"]).judge("echo " + "a" * 100_000)
+    assert verdict.kind == "unreadable" and "more than the rules read" in verdict.reason
+
+
 def test_a_star_never_stands_for_a_word_only_known_at_run_time() -> None:
     rules = CommandRules(["pytest *", "echo $HOME"])
     assert judge(rules, "pytest $HOME") == "unmatched"
@@ -270,6 +289,7 @@ def test_bad_rules_are_refused_when_made() -> None:
         ("uniq notes.txt out.txt", False),
         ("wc --files0-from=/etc/x", False),
         ("tail -f notes.txt", False),
+        ("diff -r src .", False),  # diff -r follows a symbolic link in a folder out
         ("echo hi > out.txt", False),
         ("cd / && cat etc/passwd", False),
         ("cd src && cat a.py", False),

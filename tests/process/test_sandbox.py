@@ -214,6 +214,18 @@ def test_privileges_are_gone(box: Box) -> None:
     assert "MADE" not in output and "MOUNTED" not in output
 
 
+def test_the_session_keyring_is_out_of_reach(box: Box) -> None:
+    number = {"x86_64": 250, "aarch64": 219}[os.uname().machine]  # keyctl
+    script = (
+        "import ctypes\n"
+        "libc, n = ctypes.CDLL(None, use_errno=True), ctypes.c_long\n"
+        f"result = libc.syscall(n({number}), n(0), n(-3), n(0))  # KEYCTL_GET_KEYRING_ID, the session's\n"
+        "print('keyctl', result, ctypes.get_errno())\n"
+    )
+    (box.workspace / "keys.py").write_text(script)
+    assert "keyctl -1 13" in box.run(f"{sys.executable} -I -S keys.py")
+
+
 def test_writes_outside_the_private_temporary_folder_fail(box: Box) -> None:
     stray = Path("/tmp") / f"miniagent-probe-{uuid.uuid4().hex}"
     output = box.run(
