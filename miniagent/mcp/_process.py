@@ -6,8 +6,8 @@ Invariants:
   group, whose id is the server's pid, so stopping it also stops what it started: ``npx``
   starts ``node``, ``uvx`` starts ``python``), registered while it runs, so the CLI's emergency
   exit (``kill_running_children``) reaches it too.
-- A server started with a ``Sandbox`` runs under the reaper, whose child confines itself with the
-  kernel before it runs the server (``process.sandbox``: writes only in its folder and the
+- A server started with a ``Sandbox`` runs under the reaper, which confines itself with the
+  kernel before it starts the server (``process.sandbox``: writes only in its folder and the
   sandbox's private temporary folder; no network; secret folders unreadable).
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
@@ -80,11 +80,12 @@ class ServerProcess:
         self.name = name
         self._cleanup = contextlib.ExitStack()
         environ, confine = dict(env), None
+        pass_fds: tuple[int, ...] = ()
         try:
             if sandbox is not None:
                 confinement = self._cleanup.enter_context(sandbox.confinement(environ))
                 environ.update(confinement.env)
-                confine = confinement.spec
+                confine, pass_fds = confinement.spec, confinement.pass_fds
             self.popen = start_child(
                 argv,
                 cwd,
@@ -93,6 +94,7 @@ class ServerProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 confine=confine,
+                pass_fds=pass_fds,
             )
         except BaseException:
             self._cleanup.close()

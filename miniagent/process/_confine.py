@@ -12,7 +12,9 @@ What ``confine`` does, in this order (each step fails loudly, never silently):
    capabilities); the kernel requires it before an unprivileged Landlock or seccomp filter.
 2. Landlock (``landlock_create_ruleset`` 444, ``landlock_add_rule`` 445,
    ``landlock_restrict_self`` 446 on x86_64 and aarch64), with every file-system right the
-   kernel's ABI knows handled, so only what is granted here is allowed:
+   kernel's ABI knows handled, so only what is granted here is allowed. The ruleset is built
+   once by the parent (``build_ruleset``) and inherited as a file descriptor, so a child only
+   restricts itself with it; it holds:
 
    - ``read`` roots (``/``): read, list and execute, except the ``hide`` paths (secret
      folders, ``/dev``). Landlock grants rights to whole trees and has no "except", so a
@@ -159,8 +161,11 @@ _KEYS = ("read", "hide", "devices", "write")
 
 
 def spec_options(spec: dict[str, Any]) -> list[str]:
-    """``spec`` as command-line options (``--sandbox-read PATH``...), read by ``spec_from``."""
+    """``spec`` as command-line options (``--sandbox-read PATH``..., ``--sandbox-ruleset FD``),
+    read by ``spec_from``."""
     options: list[str] = []
+    if "ruleset" in spec:
+        options += ["--sandbox-ruleset", str(int(spec["ruleset"]))]
     for key in _KEYS:
         for path in spec.get(key, ()):
             options += [f"--sandbox-{key}", str(path)]
@@ -175,16 +180,19 @@ def spec_from(options: list[str]) -> dict[str, Any] | None:
     """
     if not options:
         return None
-    spec: dict[str, list[str]] = {key: [] for key in _KEYS}
+    spec: dict[str, Any] = {key: [] for key in _KEYS}
     pairs = zip(options[::2], options[1::2], strict=False)
     for option, value in pairs:
         key = option.removeprefix("--sandbox-")
+        if key == "ruleset" and option != key:
+            spec["ruleset"] = int(value)
+            continue
         if key not in spec or option == key:
             raise ValueError(f"unknown option {option!r}")
         spec[key].append(value)
     if len(options) % 2:
         raise ValueError(f"option {options[-1]!r} has no value")
-    return dict(spec)
+    return spec
 
 
 # --- rules: what to grant -------------------------------------------------------------------------
@@ -194,11 +202,24 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def grants(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
+Stamp = tuple[int, int, int]
+
+
+def folder_stamp(path: str) -> Stamp:
+    """What changes when a folder gains or loses an entry: ``(device, inode, mtime in ns)``."""
+    info = os.stat(path, follow_symlinks=False)
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def grants(
+    root: str, rights: int, hidden: list[str], split: list[tuple[str, Stamp]] | None = None
+) -> list[tuple[str, int]]:
     """The ``(path, rights)`` rules that give ``rights`` on the tree of ``root`` except the
     trees of ``hidden`` (resolved absolute paths): one rule on ``root`` when it holds none of
     them, else one per child (symbolic links skipped; a file's rights masked to
-    ``FILE_RIGHTS``), split again on the way to each."""
+    ``FILE_RIGHTS``), split again on the way to each. Each folder split is appended to
+    ``split`` with its ``folder_stamp`` taken before it was read (its entries decide the
+    rules: when the stamp changes, the rules are stale)."""
     below = [h for h in hidden if _inside(h, root)]
     if not below:
         return [(root, rights)]
@@ -209,20 +230,26 @@ def grants(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
         entries = list(os.scandir(root))
     except OSError:
         return []
+    if split is not None:
+        try:
+            stamp = folder_stamp(root)
+        except OSError:
+            stamp = (-1, -1, -1)  # gone already: the rules are stale at once
+        split.append((root, stamp))
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            rules.extend(grants(entry.path, rights, below))
+            rules.extend(grants(entry.path, rights, below, split))
         elif not entry.is_symlink() and entry.path not in below:
             rules.append((entry.path, rights & FILE_RIGHTS))
     return rules
 
 
-def _rules(spec: dict[str, Any]) -> list[tuple[str, int]]:
+def _rules(spec: dict[str, Any], split: list[tuple[str, Stamp]] | None = None) -> list[tuple[str, int]]:
     """Every ``(path, rights)`` rule of ``spec`` (module doc); folders but ``devices``."""
     hidden = [str(h) for h in spec.get("hide", ())]
     rules: list[tuple[str, int]] = [("/", READ_DIR)]
     for root in spec.get("read", ()):
-        rules.extend(grants(str(root), READ_RIGHTS, hidden))
+        rules.extend(grants(str(root), READ_RIGHTS, hidden, split))
     rules.extend((str(device), DEVICE_RIGHTS) for device in spec.get("devices", ()))
     rules.extend((str(root), WRITE_RIGHTS) for root in spec.get("write", ()))
     return rules
@@ -259,27 +286,52 @@ def _add_rules(libc: Any, numbers: tuple[int, ...], ruleset: int, rules: list[tu
     grant), a rule the kernel refuses raises ``ConfineError``."""
     attr = ctypes.create_string_buffer(12)  # struct landlock_path_beneath_attr (packed)
     add, target, kind, flags = _long(numbers[1]), _long(ruleset), _long(RULE_PATH_BENEATH), _long(0)
+    syscall, open_, close, pack = libc.syscall, os.open, os.close, struct.Struct("=Qi").pack_into
+    mode = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC  # a link swapped in meanwhile: no rule through it
     for path, rights in rules:
         if not rights:
             continue
         try:
-            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)  # a link swapped in: no rule out
+            fd = open_(path, mode)
         except FileNotFoundError:
             continue
         try:
-            struct.pack_into("=Qi", attr, 0, rights, fd)
-            _check(int(libc.syscall(add, target, kind, attr, flags)), f"landlock_add_rule {path}")
+            pack(attr, 0, rights, fd)
+            if syscall(add, target, kind, attr, flags) < 0:
+                _check(-1, f"landlock_add_rule {path}")
         finally:
-            os.close(fd)
+            close(fd)
 
 
-def _landlock(libc: Any, numbers: tuple[int, ...], spec: dict[str, Any]) -> None:
+def build_ruleset(spec: dict[str, Any], split: list[tuple[str, Stamp]] | None = None) -> int:
+    """A Landlock ruleset fd holding the rules of ``spec`` (``read``, ``hide``, ``devices``,
+    ``write``), for ``confine({"ruleset": fd})`` in children that inherit it; building it
+    confines nobody. The folders whose entries decided the rules are appended to ``split``
+    (``grants``).
+
+    Raises:
+        ConfineError: no Landlock, an ABI older than ``MIN_ABI``, or a rule the kernel refused.
+    """
+    machine = _machine()
+    numbers = _SYSCALLS[machine]
+    libc = _libc()
     abi = int(libc.syscall(_long(numbers[0]), None, _long(0), _long(CREATE_RULESET_VERSION)))
     if abi < MIN_ABI:
         raise ConfineError(f"Landlock ABI {max(abi, 0)} cannot refuse network access (needs {MIN_ABI})")
     ruleset, handled = _ruleset(libc, numbers, abi)
     try:
-        _add_rules(libc, numbers, ruleset, [(path, rights & handled) for path, rights in _rules(spec)])
+        _add_rules(libc, numbers, ruleset, [(path, rights & handled) for path, rights in _rules(spec, split)])
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def _landlock(libc: Any, numbers: tuple[int, ...], spec: dict[str, Any]) -> None:
+    """Restrict this process with the ruleset fd of ``spec["ruleset"]`` (closed here), or with
+    one built now from its paths."""
+    ruleset = int(spec["ruleset"]) if "ruleset" in spec else build_ruleset(spec)
+    try:
         _check(int(libc.syscall(_long(numbers[2]), _long(ruleset), _long(0))), "landlock_restrict_self")
     finally:
         os.close(ruleset)
@@ -335,7 +387,7 @@ def _drop_capabilities(libc: Any, numbers: tuple[int, ...]) -> None:
             last = int(handle.read())
     except (OSError, ValueError):
         last = 63
-    for capability in range(last + 1):
+    for capability in range(last + 1) if os.geteuid() == 0 else ():  # others gain nothing at exec
         if _prctl(libc, PR_CAPBSET_DROP, capability) < 0 and ctypes.get_errno() not in (1, 22):
             _check(-1, "dropping capabilities")  # EPERM: none to drop; EINVAL: not a capability
     _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
@@ -348,8 +400,10 @@ def confine(spec: dict[str, Any]) -> None:
     """Confine this process (and every program it will run) as ``spec`` says (module doc).
 
     Args:
-        spec: ``{"read": [paths], "hide": [paths], "devices": [paths], "write": [paths]}``,
-            every path absolute and resolved (``process.sandbox`` builds it).
+        spec: ``{"ruleset": FD}``, a ruleset built by ``build_ruleset`` and inherited (the
+            fast way: ``process.sandbox`` builds one per sandbox), or ``{"read": [paths],
+            "hide": [paths], "devices": [paths], "write": [paths]}``, every path absolute and
+            resolved, to build the rules here.
 
     Raises:
         ConfineError: a step failed (old kernel, unknown architecture, a refused rule); the

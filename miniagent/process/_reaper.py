@@ -2,9 +2,10 @@
 
 Usage: ``python -I -S _reaper.py GRACE [--sandbox-KEY PATH]... -- PROGRAM ARG...``
 
-With ``--sandbox-*`` options (``_confine.spec_options``), the forked child confines itself with
-the kernel (``_confine.confine``) before it runs the program; when that fails it writes one line
-on stderr and exits 126 without running anything.
+With ``--sandbox-*`` options (``_confine.spec_options``), the runner confines itself with the
+kernel (``_confine.confine``) before it starts the program, so the program and every descendant
+are confined too (the runner still sees ``/proc`` and signals its own descendants, which share its
+sandbox); when that fails it writes one line on stderr and exits 126 without running anything.
 
 The runner makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), starts the
 program as its child and waits. A descendant whose parent exits is re-parented to the runner
@@ -151,8 +152,8 @@ def exit_like(status: int) -> None:
 
 
 def confine_or_exit(options: list[str]) -> None:
-    """In the forked child: confine this process as ``options`` say (``_confine``, loaded from
-    this folder), or exit 126 with one line on stderr, before the program could run."""
+    """Confine this process as ``options`` say (``_confine``, loaded from this folder), or exit
+    126 with one line on stderr, before the program could run."""
     try:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import _confine  # type: ignore[import-not-found]
@@ -169,6 +170,8 @@ def main(argv: list[str]) -> None:
     split = argv.index("--", 2)
     options, command = argv[2:split], argv[split + 1 :]
     become_subreaper()
+    if options:
+        confine_or_exit(options)  # the runner itself: the program and every descendant inherit it
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stop)
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # no Stop inside the forked child
@@ -180,8 +183,6 @@ def main(argv: list[str]) -> None:
             for signum in (*_STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-            if options:
-                confine_or_exit(options)
             os.execvp(command[0], command)
         except OSError as error:
             os.write(2, f"{command[0]}: {error.strerror}\n".encode())

@@ -34,9 +34,9 @@ Invariants:
 - With ``contain`` (``run_command`` uses it), the program runs under the reaper (``_reaper.py``),
   a child subreaper: every descendant, also one that left the group or the session (``set -m``,
   ``setsid``, a daemon), is stopped when the program ends, is cancelled or times out.
-- With ``confine`` (a ``sandbox.Confinement``'s spec), the program runs under the reaper and the
-  reaper's child confines itself with the kernel before it runs the program (``sandbox``); it
-  never runs unconfined: without an interpreter for the reaper, ``SandboxUnavailable``.
+- With ``confine`` (a ``sandbox.Confinement``'s spec), the program runs under the reaper, which
+  confines itself with the kernel before it starts the program (``sandbox``); it never runs
+  unconfined: without an interpreter for the reaper, ``SandboxUnavailable``.
 
 Limits: without ``contain``, a process that left the group on purpose is out of reach; reading
 stops once the group is gone. The emergency ``kill_running_children`` has no time for the
@@ -117,8 +117,8 @@ def contained(
     """``argv`` run through the reaper (``_reaper.py``): a child subreaper that, when the program
     ends or is stopped, stops every descendant -- also those that left the process group or the
     session (``set -m``, ``setsid``, daemons) -- SIGTERM, then SIGKILL after ``grace`` seconds.
-    With ``confine`` (a ``sandbox.Confinement``'s spec) the reaper's child confines itself before
-    it runs the program. Unchanged when there is no interpreter path to run the reaper with.
+    With ``confine`` (a ``sandbox.Confinement``'s spec) the reaper confines itself before it
+    starts the program. Unchanged when there is no interpreter path to run the reaper with.
 
     Raises:
         SandboxUnavailable: ``confine`` is given and there is no interpreter to run the reaper.
@@ -145,6 +145,7 @@ def start_child(
     stderr: int | IO[bytes] | None = subprocess.STDOUT,
     contain: bool = False,
     confine: Mapping[str, Any] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a process group of its own and register the group.
 
@@ -157,8 +158,9 @@ def start_child(
             a pipe, and stderr merged into stdout. MCP stdio servers pass ``PIPE`` for stdin.
         contain: run ``argv`` through the reaper (``contained``), so that no descendant of it
             survives its end or its stop, even one that left the group (Linux).
-        confine: a sandbox spec (``sandbox.Confinement.spec``): run through the reaper, whose
-            child confines itself before it runs ``argv`` (implies ``contain``).
+        confine: a sandbox spec (``sandbox.Confinement.spec``): run through the reaper, which
+            confines itself before it starts ``argv`` (implies ``contain``).
+        pass_fds: file descriptors the child inherits (a ``Confinement``'s ruleset).
 
     Returns:
         The running ``Popen``; its pid is its process group id. Stop it with ``stop_child``.
@@ -175,6 +177,7 @@ def start_child(
         stdout=stdout,
         stderr=stderr,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     register_group(process.pid)
     return process
@@ -307,15 +310,16 @@ def _start_with_input(
     env: Mapping[str, str] | None,
     input_data: bytes | None,
     contain: bool,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """``start_child`` with stdin ``/dev/null``, or a temporary file holding ``input_data`` (never
     blocks, whatever the size; the child holds its own descriptor once started)."""
     if input_data is None:
-        return start_child(argv, cwd, env=env, contain=contain)
+        return start_child(argv, cwd, env=env, contain=contain, pass_fds=pass_fds)
     with tempfile.TemporaryFile() as stdin:
         stdin.write(input_data)
         stdin.seek(0)
-        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain)
+        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain, pass_fds=pass_fds)
 
 
 def _read_until_done(
@@ -355,6 +359,7 @@ def run_process(
     input_data: bytes | None = None,
     contain: bool = False,
     confine: Mapping[str, Any] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in its own process group in ``cwd`` and collect its merged output.
 
@@ -374,9 +379,10 @@ def run_process(
             only after ``REAPER_MARGIN_SECONDS`` more): then no descendant at all is alive when
             it returns, even one that left the group. The program is then a child of the
             reaper: its pid is not the group id.
-        confine: a sandbox spec (``sandbox.Confinement.spec``): the reaper's child confines
-            itself before it runs ``argv`` (implies ``contain``; a failure to confine is exit
-            status 126 with one line of output, the program not run).
+        confine: a sandbox spec (``sandbox.Confinement.spec``): the reaper confines itself
+            before it starts ``argv`` (implies ``contain``; a failure to confine is exit status
+            126 with one line of output, the program not run).
+        pass_fds: file descriptors the child inherits (a ``Confinement``'s ruleset).
 
     Returns:
         A ``ProcessOutcome``; no process of the group is alive when it returns.
@@ -390,7 +396,7 @@ def run_process(
     buffer = OutputBuffer(keep_bytes)
     contain = contain or confine is not None
     command = contained(argv, kill_grace, confine) if contain else argv
-    process = _start_with_input(command, cwd, env, input_data, contain=False)
+    process = _start_with_input(command, cwd, env, input_data, contain=False, pass_fds=pass_fds)
     assert process.stdout is not None
     pipe = _Pipe(process.stdout.fileno(), buffer)
     try:

@@ -29,8 +29,9 @@ Policy ``workspace``:
   modules, override file permissions or open raw sockets); setuid programs gain nothing.
 
 Where the kernel cannot do all of this (not Linux, Landlock missing or older than ABI 4, an
-architecture other than x86_64 and aarch64, no interpreter to run the confining child), building
-a ``Sandbox`` raises ``SandboxUnavailable``: the caller never runs unconfined by surprise. A
+architecture other than x86_64 and aarch64, no interpreter to run the confining child, or a test
+child -- confined once per process, as commands will be -- that fails), building a ``Sandbox``
+raises ``SandboxUnavailable``: the caller never runs unconfined by surprise. A
 workspace that holds a hidden path (running in the home folder) or lies inside one is refused
 the same way: Landlock cannot give write access to a folder except one of its subfolders.
 
@@ -48,9 +49,11 @@ folders are found by name: a secret kept elsewhere, or the same folder mounted a
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pwd
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -168,6 +171,34 @@ def _check_kernel() -> None:
         )
     if not sys.executable:
         raise SandboxUnavailable("the workspace sandbox needs the path of the Python interpreter")
+    problem = _probe()
+    if problem:
+        raise SandboxUnavailable(f"the kernel refused to confine a test process: {problem}")
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> str:
+    """Confine a throw-away child the way commands will be (``_confine.confine``: Landlock,
+    seccomp, capabilities), once per process; ``""`` when it worked, else its last error line."""
+    script = (
+        f"import sys; sys.path.insert(0, {str(CONFINE_MODULE.parent)!r}); import _confine; "
+        "_confine.confine({'read': ['/'], 'hide': [], 'devices': [], 'write': []})"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", script],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    if done.returncode == 0:
+        return ""
+    lines = (done.stderr or "").strip().splitlines()
+    return lines[-1] if lines else f"exit status {done.returncode}"
 
 
 @dataclass(frozen=True)
@@ -175,19 +206,64 @@ class Confinement:
     """What one confined child is given.
 
     Args:
-        spec: the rules for ``_confine.confine`` (JSON-ready: ``read``, ``hide``, ``devices``,
-            ``write``).
+        spec: the rules for ``_confine.confine`` (JSON-ready): ``{"ruleset": FD}``, the
+            sandbox's Landlock ruleset, which the child must inherit (``pass_fds``).
         env: variables to set in the child's environment (``TMPDIR``, ``TMP``, ``TEMP``).
         temp: the sandbox's private temporary folder, or ``None`` (a child that writes nothing).
+        pass_fds: the file descriptors the child must inherit (the ruleset's).
     """
 
     spec: dict[str, Any]
     env: dict[str, str] = field(default_factory=dict)
     temp: Path | None = None
+    pass_fds: tuple[int, ...] = ()
+
+
+@dataclass
+class _Held:
+    """What a sandbox holds and gives back on ``close`` or when it is collected: its private
+    temporary folder and the file descriptors of its rulesets."""
+
+    temp: Path | None = None
+    fds: list[int] = field(default_factory=list)
+
+    def release(self) -> None:
+        temp, self.temp = self.temp, None
+        fds, self.fds = self.fds, []
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Ruleset:
+    """A built ruleset: its fd, what it was built for, and the folders whose entries decided it."""
+
+    fd: int
+    key: tuple[Any, ...]
+    split: tuple[tuple[str, tuple[int, int, int]], ...]
+
+    def fresh(self, key: tuple[Any, ...]) -> bool:
+        """Whether it still fits: the same hidden paths and write roots, and no folder it was
+        split from gained or lost an entry."""
+        from . import _confine
+
+        if key != self.key:
+            return False
+        try:
+            return all(_confine.folder_stamp(path) == stamp for path, stamp in self.split)
+        except OSError:
+            return False
 
 
 class Sandbox:
     """The ``workspace`` policy (module doc) for the children of one workspace.
+
+    The Landlock ruleset is built here, in the parent, once (and again when a hidden path
+    appears or a folder it was split from changes), and each child inherits it and only
+    restricts itself with it: the per-command cost stays small.
 
     Args:
         workspace: the folder the confined children may write in (resolved now).
@@ -209,8 +285,9 @@ class Sandbox:
         self.writable = writable
         self._check_workspace(hidden_paths())
         self._lock = threading.Lock()
-        self._temp: Path | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._held = _Held()
+        self._ruleset: _Ruleset | None = None
+        weakref.finalize(self, self._held.release)
 
     def _check_workspace(self, hidden: list[str]) -> None:
         root = str(self.workspace)
@@ -225,40 +302,55 @@ class Sandbox:
 
     @contextlib.contextmanager
     def confinement(self, env: Mapping[str, str] | None = None) -> Iterator[Confinement]:
-        """The rules for one child, with the sandbox's private temporary folder (made at the
-        first child, kept for the next ones, removed by ``close``).
+        """The rules for one child: the sandbox's ruleset (built or refreshed now if needed)
+        and its private temporary folder (made at the first child, kept for the next ones,
+        removed by ``close``).
 
         Args:
             env: the child's environment (its ``HOME``'s secrets are hidden too).
 
         Raises:
             SandboxUnavailable: the workspace now holds a hidden path (e.g. ``HOME`` of ``env``).
-            OSError: the temporary folder cannot be made.
+            OSError: the temporary folder or the ruleset cannot be made (``ConfineError``: the
+                kernel refused a rule).
         """
         hidden = hidden_paths(env)
         self._check_workspace(hidden)
-        spec: dict[str, Any] = {"read": ["/"], "hide": hidden, "devices": list(DEVICES), "write": []}
-        if not self.writable:
-            yield Confinement(spec)
-            return
-        temp = self._temp_folder()
-        spec["write"] = [str(self.workspace), str(temp)]
-        yield Confinement(spec, {"TMPDIR": str(temp), "TMP": str(temp), "TEMP": str(temp)}, temp)
+        with self._lock:
+            temp = self._temp_folder() if self.writable else None
+            write = [str(self.workspace), str(temp)] if temp is not None else []
+            spec = {"read": ["/"], "hide": hidden, "devices": list(DEVICES), "write": write}
+            fd = self._ruleset_for(spec)
+        variables = {} if temp is None else {"TMPDIR": str(temp), "TMP": str(temp), "TEMP": str(temp)}
+        yield Confinement({"ruleset": fd}, variables, temp, (fd,))
 
     def _temp_folder(self) -> Path:
-        with self._lock:
-            if self._temp is None or not self._temp.is_dir():
-                self._temp = Path(tempfile.mkdtemp(prefix="miniagent-sandbox-")).resolve()
-                self._finalizer = weakref.finalize(self, shutil.rmtree, self._temp, ignore_errors=True)
-            return self._temp
+        held = self._held
+        if held.temp is None or not held.temp.is_dir():
+            held.temp = Path(tempfile.mkdtemp(prefix="miniagent-sandbox-")).resolve()
+        return held.temp
+
+    def _ruleset_for(self, spec: dict[str, Any]) -> int:
+        """The fd of a ruleset for ``spec``: the last one while it is fresh, else a new one (the
+        old fd stays open until ``close``: a child may be inheriting it now)."""
+        from . import _confine
+
+        key = (tuple(spec["hide"]), tuple(spec["write"]))
+        if self._ruleset is not None and self._ruleset.fresh(key):
+            return self._ruleset.fd
+        split: list[tuple[str, tuple[int, int, int]]] = []
+        fd = _confine.build_ruleset(spec, split)
+        self._held.fds.append(fd)
+        self._ruleset = _Ruleset(fd, key, tuple(split))
+        return fd
 
     def close(self) -> None:
-        """Remove the private temporary folder and what the children left in it (a later child
-        gets a new one). Also done when the sandbox is garbage collected or the process exits."""
+        """Remove the private temporary folder (with what the children left in it) and close
+        the rulesets; a later child gets new ones. Also done when the sandbox is garbage
+        collected or the process exits."""
         with self._lock:
-            finalizer, self._finalizer, self._temp = self._finalizer, None, None
-        if finalizer is not None:
-            finalizer()
+            self._ruleset = None
+            self._held.release()
 
 
 def sandbox_for(mode: str, workspace: str | os.PathLike[str], *, writable: bool = True) -> Sandbox | None:

@@ -141,9 +141,11 @@ def _run_worker(
     try:
         with contextlib.ExitStack() as stack:
             request = dict(search.request)
+            pass_fds: tuple[int, ...] = ()
             if sandbox is not None:
                 confinement = stack.enter_context(sandbox.confinement(env))
                 request["confine"] = {"module_dir": str(CONFINE_MODULE.parent), "spec": confinement.spec}
+                pass_fds = confinement.pass_fds
             return run_process(
                 _worker_argv(),
                 workspace.root,
@@ -152,6 +154,7 @@ def _run_worker(
                 keep_bytes=_WORKER_KEEP_BYTES,
                 env=env,
                 input_data=json.dumps(request).encode("ascii"),
+                pass_fds=pass_fds,
             )
     except (OSError, SandboxUnavailable) as error:
         return ToolResult(f"cannot run the search: {error}", is_error=True)

@@ -113,10 +113,11 @@ def run_shell(
     redact = Redactor(secret_values(os.environ, child_env))
     with contextlib.ExitStack() as stack:
         confine = None
+        pass_fds: tuple[int, ...] = ()
         if sandbox is not None:
             confinement = stack.enter_context(sandbox.confinement(child_env))
             child_env.update(confinement.env)
-            confine = confinement.spec
+            confine, pass_fds = confinement.spec, confinement.pass_fds
         outcome = run_process(
             ["/bin/sh", "-c", command],
             cwd,
@@ -127,6 +128,7 @@ def run_shell(
             env=child_env,
             contain=True,
             confine=confine,
+            pass_fds=pass_fds,
         )
     return CommandOutcome(
         output=outcome.output.text(max_chars, redact),

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from miniagent import SandboxUnavailable, Tool
-from miniagent.process import _confine
+from miniagent.process import _confine, sandbox
 from miniagent.process.children import contained
 from miniagent.process.sandbox import Sandbox, hidden_paths, landlock_abi
 from miniagent.toolbox import default_tools
@@ -235,6 +235,13 @@ def test_writes_outside_the_private_temporary_folder_fail(box: Box) -> None:
     assert "ok" in output
 
 
+def test_a_secret_folder_made_after_the_first_command_is_hidden_from_the_next(box: Box) -> None:
+    box.run("true")  # the ruleset is built now, without ~/.aws
+    (box.home / ".aws").mkdir()
+    (box.home / ".aws" / "credentials").write_text(SECRET)
+    assert SECRET not in box.run("cat ~/.aws/credentials")
+
+
 # --- what stays allowed -------------------------------------------------------------------------------
 
 
@@ -247,6 +254,12 @@ def test_the_workspace_and_the_private_temporary_folder_are_writable(box: Box) -
     assert "hi" in output and "x" in output and "4" in output and "2" in output and "end" in output, output
     temp = output.split("\n")[1]
     assert temp.startswith("/") and "miniagent-sandbox-" in temp and Path(temp).is_dir()
+
+
+def test_a_file_made_after_the_first_command_in_a_split_folder_is_readable(box: Box) -> None:
+    box.run("true")  # the home folder is split around .ssh: its entries are in the ruleset
+    (box.home / "notes.txt").write_text("new notes\n")
+    assert "new notes" in box.run("cat ~/notes.txt")
 
 
 def test_reads_elsewhere_still_work(box: Box) -> None:
@@ -265,6 +278,14 @@ def test_no_or_an_old_landlock_raises_sandbox_unavailable(
     with pytest.raises(SandboxUnavailable, match=said):
         default_tools(tmp_path, sandbox="workspace")
     assert default_tools(tmp_path)  # without the sandbox nothing is needed
+
+
+def test_a_kernel_that_refuses_the_test_child_raises_sandbox_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "_probe", lambda: "seccomp filter: [Errno 22] Invalid argument")
+    with pytest.raises(SandboxUnavailable, match="refused to confine a test process: seccomp filter"):
+        default_tools(tmp_path, sandbox="workspace")
 
 
 def test_a_workspace_holding_a_secret_folder_is_refused(
