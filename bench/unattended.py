@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .bypass_corpus import ALLOWED, CORPUS, MINI_SWE_WHITELISTS, RULES, prepare_workspace
-from .common import Report, Row, fmt_ms, fmt_us, median, percentile
+from .common import Report, Row, fmt_ms, fmt_us, load_average, median, percentile
 
 SANDBOX_TARGET_SECONDS = 0.005
 
@@ -243,7 +243,8 @@ def _sandbox_rows(report: Report) -> None:
         "reaper loads `_confine`, restricts itself with the inherited ruleset, installs the "
         "seccomp filter and drops its capabilities before it starts the command. The end-to-end row is the "
         "difference of two medians of whole commands; wall times grow with the machine's load (see the "
-        "load average), the CPU row does not."
+        "load average), the CPU row does not. Load average (1/5/15 min) when this section ran: "
+        f"{load_average()}."
     )
 
 

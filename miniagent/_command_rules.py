@@ -34,8 +34,11 @@ read, is refused.
 
 Limits: the rules decide which programs run with which words, not what a program then does;
 its own configuration can make an allowed command run another program (a repository's
-``.git/config`` ``core.fsmonitor`` or ``core.pager`` makes ``git status`` run one). The kernel
-sandbox (``process.sandbox``) bounds what any of them can do.
+``.git/config`` ``core.fsmonitor`` or ``core.pager`` makes ``git status`` run one). Deny rules
+are a guard rail, not a boundary: an interpreter the line runs (``python -c``, ``perl -e``,
+``awk 'BEGIN{system(...)}'``, ``busybox sh -c``) can run a denied program without naming it in a
+way the rules can see; a boundary is an allow list. The kernel sandbox (``process.sandbox``)
+bounds what any of them can do.
 """
 
 from __future__ import annotations

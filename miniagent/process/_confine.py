@@ -1,10 +1,12 @@
 """The child side of the sandbox: confine this process with the Linux kernel, then exec.
 
-Not an API: ``process.sandbox`` describes a policy, and the process that will run the command
-(the reaper's forked child, the ``grep`` worker, an MCP server's reaper child) calls
-``confine(spec)`` on itself before it runs anything the model chose. Every later ``execve``
-keeps the confinement: the kernel never lifts it. It imports only the standard library (it runs
-inside ``python -I -S`` children, loaded by path) and never the ``miniagent`` package.
+Not an API: ``process.sandbox`` describes a policy and builds its Landlock ruleset
+(``build_ruleset``, in the parent); the process that will run the command (the reaper of
+``run_command`` and of an MCP server, before it starts the program; the ``grep`` worker, before
+it opens a file) calls ``confine(spec)`` on itself before anything the model chose runs. Every
+later ``fork`` and ``execve`` keeps the confinement: the kernel never lifts it. It imports only
+the standard library (it runs inside ``python -I -S`` children, loaded by path) and never the
+``miniagent`` package.
 
 What ``confine`` does, in this order (each step fails loudly, never silently):
 

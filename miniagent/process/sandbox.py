@@ -1,8 +1,9 @@
 """The ``workspace`` sandbox of child processes: what a confined command may touch, on Linux.
 
 A command run under ``Sandbox(workspace)`` is confined by the kernel (Landlock, a seccomp filter
-and an empty capability set: ``_confine``), applied in the child itself right before it runs
-the program, so the program and everything it starts stay confined; nothing can lift it.
+and an empty capability set: ``_confine``), applied in the child process itself (the reaper,
+before it starts the program) with the ruleset the sandbox built, so the program and everything
+it starts stay confined; nothing can lift it.
 
 Policy ``workspace``:
 
