@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._log import Logger
+from ..errors import SandboxUnavailable
 from ._errors import MCPError
 from ._process import ServerProcess
 from ._wire import Handler, Interrupted, Message, encode, is_response
@@ -62,8 +63,8 @@ class StdioTransport:
         sandbox: confine the server process (``process.sandbox``), or ``None``.
 
     Raises:
-        MCPError: kind ``start`` when the command cannot be run (not found, not executable).
-        SandboxUnavailable: ``sandbox`` cannot confine the server.
+        MCPError: kind ``start`` when the command cannot be run (not found, not executable, or
+            ``sandbox`` cannot confine it).
     """
 
     def __init__(
@@ -91,6 +92,9 @@ class StdioTransport:
                 server=name,
                 kind="start",
             ) from None
+        except SandboxUnavailable as exc:  # the sandbox was made, but not this server's confinement
+            text = f"MCP server {name!r} cannot start confined: {exc}"
+            raise MCPError(text, server=name, kind="start") from None
         popen = self.process.popen
         assert popen.stdin is not None and popen.stdout is not None
         self._in = popen.stdin.fileno()
