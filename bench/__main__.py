@@ -25,6 +25,7 @@ SECTIONS = (
     "mcp_client",
     "local_model",
     "tasks",
+    "unattended",
 )
 SETUP = (
     "python3 -m venv .bench-venv && .bench-venv/bin/pip install -e '.[all]' -r bench/requirements.txt "

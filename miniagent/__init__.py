@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .context import message_chars, trim_context
-from .errors import EmptyResponseError, IncompleteResponseError, MiniagentError, ProviderError, SessionError
+from .errors import (
+    EmptyResponseError,
+    IncompleteResponseError,
+    MiniagentError,
+    ProviderError,
+    SandboxUnavailable,
+    SessionError,
+)
 from .messages import Message, Reasoning, ToolCall
 from .model import (
     DoneEvent,
@@ -53,6 +60,7 @@ __all__ = [
     "RedisSession",
     "RunResult",
     "SQLiteSession",
+    "SandboxUnavailable",
     "SessionError",
     "SessionStore",
     "StopReason",

@@ -6,9 +6,16 @@
   ``unknown tool: NAME``).
 - ``ask_on_terminal(tools=None, input=None, output=None)``: asks a person (``TerminalApproval``).
 - ``allow_tools(names, otherwise)``: approves the named tools, asks ``otherwise`` for the rest.
+- ``command_rules(allow, deny=(), otherwise=...)``: approves ``run_command`` only when every
+  simple command of its line is admitted by an allow rule and none meets a deny rule, read as the
+  shell will read the line (``shellwords``, ``_command_rules``); ``READ_ONLY_COMMANDS`` is the
+  default read-only set (``ls``, ``cat``, ``wc``, ``grep``... with their safe options and paths
+  confined to the workspace).
 - ``policy_for(mode, tools, why)``: the policy of an approval mode by name (``APPROVAL_MODES``:
   the CLI's ``--approve`` values), as an ``ApprovalPolicy`` that also tells whether a call will
-  wait for a person (``will_ask``). Adding a mode is one row of ``_POLICIES``.
+  wait for a person (``will_ask``); with command rules (``allow_commands``, ``deny_commands``,
+  the mode's default set of ``_COMMAND_DEFAULTS``) in front. Adding a mode is one row of
+  ``_POLICIES``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from ._command_rules import CommandRule, CommandRules, Verdict
+from ._readonly_commands import READ_ONLY_COMMANDS, PathRules
 from .messages import ToolCall
 from .tools import Approval, BeforeToolCall, Tool
 
@@ -37,6 +46,11 @@ __all__ = [
     "ApprovalPolicy",
     "APPROVAL_MODES",
     "policy_for",
+    "command_rules",
+    "CommandPolicy",
+    "CommandRules",
+    "Verdict",
+    "READ_ONLY_COMMANDS",
 ]
 
 
@@ -291,6 +305,121 @@ def _all(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
     return _Unattended(approve_all)
 
 
+# --- command rules ------------------------------------------------------------------------------
+
+COMMAND_TOOL = "run_command"
+"""The tool whose ``command`` argument command rules judge."""
+
+
+_RULES_HINT = "Run only commands the rules allow, or answer without it."
+
+
+def _refuse_other_tools(call: ToolCall) -> Approval:
+    return Approval(
+        False, f"refused: only {COMMAND_TOOL} with an allowed command may run here (command rules)"
+    )
+
+
+class CommandPolicy:
+    """An ``ApprovalPolicy`` that decides ``run_command`` calls by ``CommandRules`` and other calls
+    by ``otherwise``.
+
+    Args:
+        rules: the compiled rules.
+        otherwise: the policy of the other tools' calls (its ``will_ask`` is used when it has one).
+        fall_through: ``False`` (``command_rules``): a line the rules do not admit is refused.
+            ``True`` (``policy_for``): such a line goes to ``otherwise`` (a person, the mode's
+            own rule); when that refuses, the refusal starts with the rules' reason. A denied
+            line is refused either way, and so is an unreadable one when there are deny rules.
+    """
+
+    def __init__(self, rules: CommandRules, otherwise: BeforeToolCall, *, fall_through: bool = False) -> None:
+        self.rules = rules
+        self.otherwise = otherwise
+        self.fall_through = fall_through
+
+    def verdict(self, call: ToolCall) -> Verdict | None:
+        """The rules' verdict on a ``run_command`` call; ``None`` for other tools."""
+        if call.name != COMMAND_TOOL:
+            return None
+        command = call.input.get("command")
+        if not isinstance(command, str):
+            return Verdict("unreadable", "refused: the command must be a string")
+        return self.rules.judge(command)
+
+    def _final(self, verdict: Verdict) -> bool:
+        """Whether ``verdict`` decides the call without asking ``otherwise``."""
+        if verdict.kind in ("allowed", "denied") or not self.fall_through:
+            return True
+        return verdict.kind == "unreadable" and bool(self.rules.deny)
+
+    def will_ask(self, call: ToolCall) -> bool:
+        """Whether the call waits for a person: only when ``otherwise`` decides it and asks."""
+        verdict = self.verdict(call)
+        if verdict is not None and self._final(verdict):
+            return False
+        will_ask = getattr(self.otherwise, "will_ask", None)
+        return bool(will_ask(call)) if callable(will_ask) else False
+
+    def __call__(self, call: ToolCall) -> Approval:
+        """The decision for ``call`` (see the class docstring)."""
+        verdict = self.verdict(call)
+        if verdict is None:
+            return self.otherwise(call)
+        if verdict.allowed:
+            return Approval(True)
+        if self._final(verdict):
+            return Approval(False, f"{verdict.reason}. {_RULES_HINT}")
+        decision = self.otherwise(call)
+        if decision.approved or getattr(decision, "deferred", False):
+            return decision
+        return Approval(False, f"{verdict.reason}; {decision.reason}")
+
+
+def command_rules(
+    allow: Iterable[str | CommandRule],
+    deny: Iterable[str] = (),
+    otherwise: BeforeToolCall | None = None,
+    *,
+    workspace: PathRules | None = None,
+) -> CommandPolicy:
+    """Return a policy that approves ``run_command`` only for lines its rules admit.
+
+    A line runs only when every simple command in it -- joined by ``;`` ``&&`` ``||`` ``|`` ``&``
+    or newlines, inside ``$(...)`` or backticks, or run by a wrapper (``env``, ``timeout``,
+    ``xargs``, ``sh -c``, ``find -exec``...) -- matches an allow rule and none a deny rule; a line
+    that cannot be read with certainty is refused (rules: ``miniagent._command_rules``).
+
+    Args:
+        allow: rules of words read like a command (``"git status"``, ``"git diff *"``,
+            ``"pytest *"``: each word matches one word, a last ``*`` any further words, a ``*``
+            inside a word is a glob on it), or rule objects such as those of
+            ``READ_ONLY_COMMANDS``.
+        deny: rules of words that refuse a line wherever their words appear in a command.
+        otherwise: the policy for calls of other tools (e.g. ``read_only(tools)``); default:
+            refuse them with a reason.
+        workspace: the commands' folder as a ``PathRules`` (``miniagent.toolbox.Workspace``):
+            needed by ``READ_ONLY_COMMANDS`` (their paths must resolve inside it, as for
+            ``read_file``); pathname patterns are expanded in it.
+
+    Returns:
+        A ``CommandPolicy`` (an ``ApprovalPolicy``). Refusals say what was not allowed and why,
+        e.g. ``refused: 'curl x' is not among the allowed commands (git status, ...)``.
+
+    Raises:
+        ValueError: a rule is not one simple command starting with a program name, a deny rule
+            has assignments or redirections, or ``READ_ONLY_COMMANDS`` without ``workspace``.
+        TypeError: a rule is neither a string nor a rule object.
+    """
+    rules = CommandRules(list(allow), list(deny), workspace=workspace)
+    return CommandPolicy(rules, otherwise or _refuse_other_tools)
+
+
+_COMMAND_DEFAULTS: dict[str, tuple[CommandRule, ...]] = {"read-only": READ_ONLY_COMMANDS}
+"""The command rules a mode has by default (with a workspace): ``read-only`` runs the read-only
+set."""
+
+
 _POLICIES: dict[str, Callable[[tuple[Tool, ...], str, str], ApprovalPolicy]] = {
     "ask": _ask,
     "read-only": _read_only,
@@ -307,6 +436,10 @@ def policy_for(
     tools: Iterable[Tool],
     why: str = "this run is non-interactive",
     remedy: str = "ask the user to allow tools that change files",
+    *,
+    allow_commands: Iterable[str] = (),
+    deny_commands: Iterable[str] = (),
+    workspace: PathRules | None = None,
 ) -> ApprovalPolicy:
     """Return the approval policy of the mode named ``mode`` for a run with ``tools``.
 
@@ -319,15 +452,29 @@ def policy_for(
         why: why only read-only tools run, as ``read_only``'s refusal says it (other modes
             ignore it).
         remedy: what the user can do about a refusal, as ``read_only``'s refusal says it.
+        allow_commands: command rules (``command_rules``) whose ``run_command`` lines run
+            without asking, in every mode.
+        deny_commands: command rules whose lines are refused in every mode (``"all"`` too); a
+            line that cannot be read is then refused as well.
+        workspace: the commands' folder (``command_rules``); with it, ``"read-only"`` also runs
+            the lines of ``READ_ONLY_COMMANDS`` (``_COMMAND_DEFAULTS``).
 
     Returns:
         An ``ApprovalPolicy``: use it as ``before_tool_call``; its ``will_ask(call)`` is true only
-        for ``"ask"`` and a call the person has not yet approved for good.
+        for ``"ask"`` and a call the person has not yet approved for good (and the rules do not
+        decide). A ``run_command`` line the rules do not admit is decided by the mode.
 
     Raises:
-        ValueError: ``mode`` is not one of ``APPROVAL_MODES``.
+        ValueError: ``mode`` is not one of ``APPROVAL_MODES``, or a command rule is not valid.
     """
     make = _POLICIES.get(mode)
     if make is None:
         raise ValueError(f"unknown approval mode {mode!r} (choose from {', '.join(APPROVAL_MODES)})")
-    return make(tuple(tools), why, remedy)
+    base = make(tuple(tools), why, remedy)
+    allow: list[str | CommandRule] = list(allow_commands)
+    if workspace is not None:
+        allow += _COMMAND_DEFAULTS.get(mode, ())
+    deny = list(deny_commands)
+    if not allow and not deny:
+        return base
+    return CommandPolicy(CommandRules(allow, deny, workspace=workspace), base, fall_through=True)

@@ -25,6 +25,10 @@ The whole tree (every public error; where it is raised)::
     │   │                                   ``load_mcp_config`` file (``server``, ``kind``,
     │   │                                   ``code``); MCP tools turn it into an error result
     │   │                                   (cancel aside), so a run rarely sees it
+    │   ├── SandboxUnavailable              miniagent.process.sandbox (``default_tools(...,
+    │   │                                   sandbox="workspace")``, MCP stdio servers that ask
+    │   │                                   for it): the kernel cannot confine commands here
+    │   │                                   (never a silent fallback to running unconfined)
     │   └── ProviderError                   miniagent.providers: HTTP clients and their streams
     │       │                               (connection failure, an error event mid-stream, an
     │       │                               event that is not JSON, no API key for the provider)
@@ -59,6 +63,7 @@ __all__ = [
     "IncompleteReason",
     "IncompleteResponseError",
     "SessionError",
+    "SandboxUnavailable",
     "ProviderError",
 ]
 
@@ -164,6 +169,17 @@ class SessionError(MiniagentError):
         super().__init__(f"{where}: {message}")
         self.path = path
         self.line = line
+
+
+class SandboxUnavailable(MiniagentError):
+    """The kernel cannot confine commands as the ``workspace`` sandbox promises.
+
+    Raised when the tools are built (``default_tools(..., sandbox="workspace")``, an MCP stdio
+    server with ``"sandbox": "workspace"``), before anything runs: not Linux, Landlock missing or
+    too old to refuse network access, an unsupported architecture, or a workspace that holds a
+    folder the sandbox hides (``~/.ssh``...). The message says which and what to do; nothing
+    falls back to running unconfined.
+    """
 
 
 class ProviderError(MiniagentError):

@@ -8,7 +8,10 @@ Invariants:
 - Every tool result has the one cap, ``tools.tool_output_chars(--context-max-chars)``: built-in
   and MCP tools alike.
 - The approval mode is chosen here (``defaults.resolve_approval``) and turned into a policy by
-  ``approval.policy_for``; nothing else in the CLI looks at the mode's name.
+  ``approval.policy_for``, with ``--allow-command`` / ``--deny-command`` and the workspace (the
+  read-only command set checks its paths); nothing else in the CLI looks at the mode's name.
+- ``--sandbox workspace`` where the kernel cannot confine is a usage problem (one line, exit 64),
+  raised before any server or model starts: nothing runs unconfined instead.
 - The toolbox, MCP and providers are imported when a command first needs them (never when the CLI
   is imported), so ``--help`` stays fast.
 """
@@ -66,14 +69,20 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
 
     Raises:
         MCPError: an MCP server could not be started or listed (the error names it).
-        UsageProblem: the library refused a setting of the client (e.g. a proxy variable).
+        UsageProblem: the library refused a setting of the client (e.g. a proxy variable), or
+            ``--sandbox workspace`` (or an MCP server's ``"sandbox"``) where the kernel cannot
+            confine.
         MiniagentError, OSError, ImportError: the client could not be created.
     """
+    from ..errors import SandboxUnavailable
     from ..toolbox import default_tools
 
     limit = tool_output_chars(options.context_max_chars)
-    tools = default_tools(options.folder, max_output_chars=limit)
-    tools += mcp_tools(options, display, servers, reserved=[t.name for t in tools])
+    try:
+        tools = default_tools(options.folder, max_output_chars=limit, sandbox=options.sandbox)
+        tools += mcp_tools(options, display, servers, reserved=[t.name for t in tools])
+    except SandboxUnavailable as error:
+        raise UsageProblem(f"cannot confine commands here: {error}") from None
     policy = approval_policy(options, tools)
     system = options.system or default_system_prompt(options.folder, tools)
     if provider == "local":
@@ -83,11 +92,23 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
 
 def approval_policy(options: Options, tools: list[Tool]) -> ApprovalPolicy:
     """The policy of ``--approve`` (default: ``ask`` when stdin is a terminal, else
-    ``read-only``); a read-only refusal says whether the user chose it or no one can be asked."""
+    ``read-only``) with ``--allow-command`` / ``--deny-command`` in front; a read-only refusal says
+    whether the user chose it or no one can be asked. ``read-only`` also runs the read-only
+    command set (``approval.READ_ONLY_COMMANDS``) on workspace paths."""
+    from ..toolbox import Workspace
+
     mode = resolve_approval(options.approve, is_terminal(sys.stdin))
     chosen = options.approve == "read-only"  # else the default without a terminal
     why = "read-only tools were chosen" if chosen else "this run is non-interactive"
-    return policy_for(mode, tools, why, remedy="ask the user to re-run with --approve all")
+    return policy_for(
+        mode,
+        tools,
+        why,
+        remedy="ask the user to re-run with --approve all or --allow-command PATTERN",
+        allow_commands=options.allow_command or (),
+        deny_commands=options.deny_command or (),
+        workspace=Workspace(options.folder),
+    )
 
 
 def mcp_tools(

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from .._catalogue import CHOSEN_BY_KEY, FALLBACK, FOR_BASE_URL, PROVIDERS, check_provider, provider
-from ..approval import APPROVAL_MODES
+from ..approval import APPROVAL_MODES, CommandRules
 from ..usage import PRICE_KEYS
 from .defaults import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -95,6 +95,29 @@ def _check_prices(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     return value
 
 
+def _check_rules(kind: str) -> Callable[[Optional[list[str]]], Optional[list[str]]]:  # noqa: UP045
+    """A callback that refuses command rules that cannot be read (``approval.CommandRules``)."""
+
+    def check(values: Optional[list[str]]) -> Optional[list[str]]:  # noqa: UP045
+        for rule in values or ():
+            try:
+                CommandRules([rule] if kind == "allow" else [], [rule] if kind == "deny" else [])
+            except ValueError as error:
+                raise typer.BadParameter(str(error)) from None
+        return values
+
+    return check
+
+
+_SANDBOX_MODES = ("none", "workspace")  # process.sandbox.SANDBOX_MODES (not imported: ctypes, start-up)
+
+
+def _check_sandbox(value: str) -> str:
+    if value not in _SANDBOX_MODES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(_SANDBOX_MODES)}")
+    return value
+
+
 @dataclass
 class Options:
     """Every option of ``run`` and ``chat`` as parsed (see each field's ``help``)."""
@@ -157,9 +180,42 @@ class Options:
             "--approve",
             metavar="|".join(APPROVAL_MODES),
             callback=_check_approve,
-            help="Tool approval. Default: ask when stdin is a terminal, else read-only.",
+            help="Tool approval. Default: ask when stdin is a terminal, else read-only (which also runs "
+            "read-only commands such as ls, cat, wc, grep on workspace paths).",
         ),
     ] = None
+    allow_command: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--allow-command",
+            metavar="PATTERN",
+            callback=_check_rules("allow"),
+            help="Let run_command run lines whose every simple command matches PATTERN, words read "
+            "like a command ('git status', 'pytest *': a last * matches any further words), in every "
+            "approval mode. Repeatable.",
+        ),
+    ] = None
+    deny_command: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--deny-command",
+            metavar="PATTERN",
+            callback=_check_rules("deny"),
+            help="Refuse run_command lines in which a command matches PATTERN (its words in order, "
+            "'rm *'), in every approval mode, --approve all too. Repeatable.",
+        ),
+    ] = None
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            metavar="|".join(_SANDBOX_MODES),
+            callback=_check_sandbox,
+            help="workspace: run commands and grep confined by the kernel (Linux Landlock): writes only "
+            "in the workspace and a private TMPDIR, no network, no secret folders such as ~/.ssh. "
+            "Refused (exit 64) where the kernel cannot confine.",
+        ),
+    ] = "none"
     system: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--system", help="System prompt. Default: one naming the workspace and tools."),

@@ -6,6 +6,9 @@ Invariants:
   group, whose id is the server's pid, so stopping it also stops what it started: ``npx``
   starts ``node``, ``uvx`` starts ``python``), registered while it runs, so the CLI's emergency
   exit (``kill_running_children``) reaches it too.
+- A server started with a ``Sandbox`` runs under the reaper, which confines itself with the
+  kernel before it starts the server (``process.sandbox``: writes only in its folder and the
+  sandbox's private temporary folder; no network; secret folders unreadable).
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
   ``STDERR_LOG_BYTES`` per process, lines cut at ``STDERR_LINE_CHARS``) and keeps the last lines
@@ -23,10 +26,14 @@ import contextlib
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .._log import Logger
 from ..process.children import KILL_GRACE_SECONDS, start_child, stop_child
 from ..process.groups import group_alive
+
+if TYPE_CHECKING:
+    from ..process.sandbox import Sandbox
 
 __all__ = [
     "EXIT_GRACE_SECONDS",
@@ -53,18 +60,45 @@ class ServerProcess:
         argv: the command and its arguments.
         env: the whole environment of the child.
         cwd: its working folder, or ``None`` for the caller's.
+        sandbox: confine the server (``process.sandbox``); ``None`` runs it unconfined.
 
     Raises:
         OSError: the command could not be started (``FileNotFoundError`` when it does not exist,
             ``PermissionError`` when it is not executable).
+        SandboxUnavailable: ``sandbox`` cannot confine the server.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         """Start the process (see the class docstring)."""
         self.name = name
-        self.popen = start_child(
-            argv, cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        self._cleanup = contextlib.ExitStack()
+        environ, confine = dict(env), None
+        pass_fds: tuple[int, ...] = ()
+        try:
+            if sandbox is not None:
+                confinement = self._cleanup.enter_context(sandbox.confinement(environ))
+                environ.update(confinement.env)
+                confine, pass_fds = confinement.spec, confinement.pass_fds
+            self.popen = start_child(
+                argv,
+                cwd,
+                env=environ,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                confine=confine,
+                pass_fds=pass_fds,
+            )
+        except BaseException:
+            self._cleanup.close()
+            raise
         self.pgid = self.popen.pid
         self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         self._reader = threading.Thread(
@@ -123,3 +157,4 @@ class ServerProcess:
             with contextlib.suppress(OSError, ValueError):
                 self.popen.stdout.close()
         self.wait_stderr(0.2)
+        self._cleanup.close()  # the sandbox's temporary folder

@@ -35,12 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from .._json import loads
 from .._log import Logger
+from ..errors import SandboxUnavailable
 from ._errors import MCPError
 from ._process import ServerProcess
 from ._wire import MAX_MESSAGE_BYTES, Handler, Interrupted, Message, encode, is_response, too_large
 
 if TYPE_CHECKING:
     import threading
+
+    from ..process.sandbox import Sandbox
 
 __all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
 
@@ -61,9 +64,11 @@ class StdioTransport:
         env: the child's whole environment.
         cwd: its working folder or ``None``.
         max_message_bytes: the longest line read from its stdout (bytes, without the newline).
+        sandbox: confine the server process (``process.sandbox``), or ``None``.
 
     Raises:
-        MCPError: kind ``start`` when the command cannot be run (not found, not executable).
+        MCPError: kind ``start`` when the command cannot be run (not found, not executable, or
+            ``sandbox`` cannot confine it).
     """
 
     def __init__(
@@ -73,12 +78,13 @@ class StdioTransport:
         env: Mapping[str, str],
         cwd: str | None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """Start the server process."""
         self.name = name
         self.max_message_bytes = max_message_bytes
         try:
-            self.process = ServerProcess(name, argv, env, cwd)
+            self.process = ServerProcess(name, argv, env, cwd, sandbox)
         except FileNotFoundError as exc:
             missing = exc.filename if exc.filename is not None else argv[0]
             if cwd is not None and not os.path.isdir(cwd):
@@ -92,6 +98,9 @@ class StdioTransport:
                 server=name,
                 kind="start",
             ) from None
+        except SandboxUnavailable as exc:  # the sandbox was made, but not this server's confinement
+            text = f"MCP server {name!r} cannot start confined: {exc}"
+            raise MCPError(text, server=name, kind="start") from None
         popen = self.process.popen
         assert popen.stdin is not None and popen.stdout is not None
         self._in = popen.stdin.fileno()

@@ -16,6 +16,10 @@ Format (``.mcp.json`` of Claude Code, ``claude_desktop_config.json`` of Claude D
 - ``${VAR}`` and ``${VAR:-default}`` are expanded from the environment in ``command``, ``args``,
   ``env``, ``cwd``, ``url`` and ``headers`` (as Claude Code does); a variable that is not set and
   has no default is an error naming it (never its value).
+- ``"sandbox": "workspace"`` on a stdio server runs it confined by the kernel
+  (``miniagent.process.sandbox``: writes only in its ``cwd`` and a private temporary folder, no
+  network, secret folders unreadable); ``"none"`` (the default) runs it unconfined. Starting a
+  sandboxed server where the kernel cannot confine it raises ``SandboxUnavailable``.
 - ``"disabled": true`` leaves a server out; other keys (``autoApprove``...) are ignored.
 """
 
@@ -105,12 +109,16 @@ def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
     if cwd is not None and not isinstance(cwd, str):
         raise _Problem('"cwd" must be a string')
     folder_of_server = None if cwd is None else os.path.join(folder, _expand(cwd, "cwd"))
+    sandbox = entry.get("sandbox", "none")
+    if sandbox not in ("none", "workspace"):
+        raise _Problem('"sandbox" must be "none" or "workspace"')
     return StdioMCPServer(
         command,
         [_expand(a, f"args[{i}]") for i, a in enumerate(args)],
         env,
         folder_of_server,
         name=name,
+        sandbox=sandbox,
     )
 
 

@@ -39,6 +39,8 @@ from ._wire import MAX_MESSAGE_BYTES, Transport, check_message_limit
 if TYPE_CHECKING:  # imported when a server is created: import miniagent.mcp stays light
     import threading
 
+    from ..process.sandbox import Sandbox
+
 __all__ = ["MAX_MESSAGE_BYTES", "MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -292,6 +294,11 @@ class StdioMCPServer(MCPServerBase):
         max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
             ``miniagent.tools``).
         max_message_bytes: the longest line read from its stdout (default ``MAX_MESSAGE_BYTES``).
+        sandbox: ``"none"`` (default) or ``"workspace"``: the server runs confined by the kernel
+            (``miniagent.process.sandbox``): it writes only in its ``cwd`` (default this
+            process's folder) and a private temporary folder (removed by ``close()``), has no
+            network and cannot read secret folders. ``start()`` raises ``SandboxUnavailable``
+            where the kernel cannot confine it.
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
@@ -310,10 +317,20 @@ class StdioMCPServer(MCPServerBase):
         timeout: float = DEFAULT_TIMEOUT,
         max_result_chars: int = TOOL_OUTPUT_CHARS,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        sandbox: str = "none",
     ) -> None:
-        """Store the settings; the process starts with ``start()`` or ``with``."""
+        """Store the settings; the process starts with ``start()`` or ``with``.
+
+        Raises:
+            ValueError: an empty command, or ``sandbox`` not ``"none"`` or ``"workspace"``.
+            TypeError: ``args`` is one string.
+        """
+        from ..process.sandbox import SANDBOX_MODES
+
         if not isinstance(command, str) or not command:
             raise ValueError("command must be a non-empty string")
+        if sandbox not in SANDBOX_MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {sandbox!r}")
         if isinstance(args, str):
             raise TypeError("args must be a sequence of strings, not one string")
         name = name or os.path.basename(command) or command
@@ -322,6 +339,8 @@ class StdioMCPServer(MCPServerBase):
         self.args = tuple(str(a) for a in args)
         self.env = dict(env or {})
         self.cwd = None if cwd is None else os.fspath(cwd)
+        self.sandbox = sandbox
+        self._box: Sandbox | None = None  # made at the first start (raises SandboxUnavailable)
 
     def __repr__(self) -> str:
         """``StdioMCPServer(name, command args...)`` (no environment values)."""
@@ -332,14 +351,25 @@ class StdioMCPServer(MCPServerBase):
 
         return secret_values(os.environ, self.env)
 
+    def close(self) -> None:
+        """End the session, stop the process group and remove the sandbox's temporary folder
+        (when the server was sandboxed). Never raises."""
+        super().close()
+        box = self._box
+        if box is not None:
+            box.close()
+
     def _open(self) -> Transport:
         from ..process.environment import scrubbed_environ
+        from ..process.sandbox import sandbox_for
         from ._stdio import StdioTransport
 
+        if self._box is None and self.sandbox != "none":
+            self._box = sandbox_for(self.sandbox, self.cwd or os.getcwd())
         environ = scrubbed_environ()
         environ.update(self.env)
         argv = (self.command, *self.args)
-        return StdioTransport(self.name, argv, environ, self.cwd, self.max_message_bytes)
+        return StdioTransport(self.name, argv, environ, self.cwd, self.max_message_bytes, self._box)
 
 
 class HTTPMCPServer(MCPServerBase):

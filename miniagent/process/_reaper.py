@@ -1,7 +1,12 @@
 """The runner of one command that leaves no descendant behind (started by ``process``; not an API).
 
-Usage: ``python -I -S _reaper.py GRACE PARENT -- PROGRAM ARG...`` (``PARENT``: the pid of the
-process that starts the runner)
+Usage: ``python -I -S _reaper.py GRACE PARENT [--sandbox-KEY PATH]... -- PROGRAM ARG...``
+(``PARENT``: the pid of the process that starts the runner)
+
+With ``--sandbox-*`` options (``_confine.spec_options``), the runner confines itself with the
+kernel (``_confine.confine``) before it starts the program, so the program and every descendant
+are confined too (the runner still sees ``/proc`` and signals its own descendants, which share its
+sandbox); when that fails it writes one line on stderr and exits 126 without running anything.
 
 The runner makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), starts the
 program as its child and waits. A descendant whose parent exits is re-parented to the runner
@@ -153,17 +158,33 @@ def exit_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def confine_or_exit(options: list[str]) -> None:
+    """Confine this process as ``options`` say (``_confine``, loaded from this folder), or exit
+    126 with one line on stderr, before the program could run."""
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import _confine  # type: ignore[import-not-found]
+
+        _confine.confine(_confine.spec_from(options))
+    except Exception as error:
+        os.write(2, f"miniagent: the sandbox could not confine the command: {error}\n".encode())
+        os._exit(126)
+
+
 def main(argv: list[str]) -> None:
     """Run the command of ``argv`` (module doc) and exit like it."""
     grace = float(argv[1])
     parent = int(argv[2])
-    command = argv[4:]
+    split = argv.index("--", 3)
+    options, command = argv[3:split], argv[split + 1 :]
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stop)
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # no Stop inside the forked child
     become_subreaper()
     if os.getppid() != parent:  # the parent died before the kernel could be asked to tell us
         os._exit(128 + signal.SIGTERM)
+    if options:
+        confine_or_exit(options)  # the runner itself: the program and every descendant inherit it
     pid = os.fork()
     if pid == 0:
         try:

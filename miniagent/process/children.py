@@ -34,6 +34,9 @@ Invariants:
 - With ``contain`` (``run_command`` uses it), the program runs under the reaper (``_reaper.py``),
   a child subreaper: every descendant, also one that left the group or the session (``set -m``,
   ``setsid``, a daemon), is stopped when the program ends, is cancelled or times out.
+- With ``confine`` (a ``sandbox.Confinement``'s spec), the program runs under the reaper, which
+  confines itself with the kernel before it starts the program (``sandbox``); it never runs
+  unconfined: without an interpreter for the reaper, ``SandboxUnavailable``.
 
 Limits: without ``contain``, a process that left the group on purpose is out of reach; reading
 stops once the group is gone. The emergency ``kill_running_children`` has no time for the
@@ -55,9 +58,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .._capture import OutputBuffer
+from ..errors import SandboxUnavailable
 from .groups import group_alive, register_group, signal_group, unregister_group
 
 __all__ = [
@@ -107,16 +111,30 @@ def check_environment(env: Mapping[str, str]) -> dict[str, str]:
     return copy
 
 
-def contained(argv: Sequence[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
+def contained(
+    argv: Sequence[str], grace: float = KILL_GRACE_SECONDS, confine: Mapping[str, Any] | None = None
+) -> list[str]:
     """``argv`` run through the reaper (``_reaper.py``): a child subreaper that, when the program
     ends or is stopped, stops every descendant -- also those that left the process group or the
     session (``set -m``, ``setsid``, daemons) -- SIGTERM, then SIGKILL after ``grace`` seconds.
     The reaper does the same when this process dies, even by SIGKILL (it is told this process's
-    pid, and the kernel signals it when its parent goes: ``PR_SET_PDEATHSIG``).
-    Unchanged when there is no interpreter path to run the reaper with."""
+    pid, and the kernel signals it when its parent goes: ``PR_SET_PDEATHSIG``). With ``confine``
+    (a ``sandbox.Confinement``'s spec) the reaper confines itself before it starts the program.
+    Unchanged when there is no interpreter path to run the reaper with.
+
+    Raises:
+        SandboxUnavailable: ``confine`` is given and there is no interpreter to run the reaper.
+    """
     if not sys.executable:
+        if confine is not None:
+            raise SandboxUnavailable("the sandbox needs the path of the Python interpreter")
         return list(argv)
-    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(os.getpid()), "--", *argv]
+    options: list[str] = []
+    if confine is not None:
+        from . import _confine  # ctypes: imported only by a process that confines children
+
+        options = _confine.spec_options(dict(confine))
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(os.getpid()), *options, "--", *argv]
 
 
 def start_child(
@@ -128,6 +146,8 @@ def start_child(
     stdout: int | IO[bytes] | None = subprocess.PIPE,
     stderr: int | IO[bytes] | None = subprocess.STDOUT,
     contain: bool = False,
+    confine: Mapping[str, Any] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a process group of its own and register the group.
 
@@ -140,21 +160,26 @@ def start_child(
             a pipe, and stderr merged into stdout. MCP stdio servers pass ``PIPE`` for stdin.
         contain: run ``argv`` through the reaper (``contained``), so that no descendant of it
             survives its end or its stop, even one that left the group (Linux).
+        confine: a sandbox spec (``sandbox.Confinement.spec``): run through the reaper, which
+            confines itself before it starts ``argv`` (implies ``contain``).
+        pass_fds: file descriptors the child inherits (a ``Confinement``'s ruleset).
 
     Returns:
         The running ``Popen``; its pid is its process group id. Stop it with ``stop_child``.
 
     Raises:
         OSError: the child could not be started (e.g. ``cwd`` is gone, ``argv[0]`` missing).
+        SandboxUnavailable: ``confine`` without an interpreter to run the reaper.
     """
     process = subprocess.Popen(
-        contained(argv) if contain else list(argv),
+        contained(argv, confine=confine) if contain or confine is not None else list(argv),
         cwd=cwd,
         env=None if env is None else dict(env),
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     register_group(process.pid)
     return process
@@ -287,15 +312,16 @@ def _start_with_input(
     env: Mapping[str, str] | None,
     input_data: bytes | None,
     contain: bool,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """``start_child`` with stdin ``/dev/null``, or a temporary file holding ``input_data`` (never
     blocks, whatever the size; the child holds its own descriptor once started)."""
     if input_data is None:
-        return start_child(argv, cwd, env=env, contain=contain)
+        return start_child(argv, cwd, env=env, contain=contain, pass_fds=pass_fds)
     with tempfile.TemporaryFile() as stdin:
         stdin.write(input_data)
         stdin.seek(0)
-        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain)
+        return start_child(argv, cwd, env=env, stdin=stdin, contain=contain, pass_fds=pass_fds)
 
 
 def _read_until_done(
@@ -334,6 +360,8 @@ def run_process(
     env: Mapping[str, str] | None = None,
     input_data: bytes | None = None,
     contain: bool = False,
+    confine: Mapping[str, Any] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in its own process group in ``cwd`` and collect its merged output.
 
@@ -353,6 +381,10 @@ def run_process(
             only after ``REAPER_MARGIN_SECONDS`` more): then no descendant at all is alive when
             it returns, even one that left the group. The program is then a child of the
             reaper: its pid is not the group id.
+        confine: a sandbox spec (``sandbox.Confinement.spec``): the reaper confines itself
+            before it starts ``argv`` (implies ``contain``; a failure to confine is exit status
+            126 with one line of output, the program not run).
+        pass_fds: file descriptors the child inherits (a ``Confinement``'s ruleset).
 
     Returns:
         A ``ProcessOutcome``; no process of the group is alive when it returns.
@@ -360,11 +392,13 @@ def run_process(
     Raises:
         OSError: the child could not be started (e.g. ``cwd`` is gone, ``argv[0]`` missing).
         ValueError: ``keep_bytes`` is below 4.
+        SandboxUnavailable: ``confine`` without an interpreter to run the reaper.
     """
     started = time.monotonic()
     buffer = OutputBuffer(keep_bytes)
-    command = contained(argv, kill_grace) if contain else argv
-    process = _start_with_input(command, cwd, env, input_data, contain=False)
+    contain = contain or confine is not None
+    command = contained(argv, kill_grace, confine) if contain else argv
+    process = _start_with_input(command, cwd, env, input_data, contain=False, pass_fds=pass_fds)
     assert process.stdout is not None
     pipe = _Pipe(process.stdout.fileno(), buffer)
     try:

@@ -24,6 +24,12 @@ replaced with ``***`` in command output and in the result of every other tool (a
 read with ``read_file`` or found by ``grep``).
 A tool that transforms a secret (base64, reversed) can still reveal it: redaction matches values.
 
+Sandbox (``sandbox="workspace"``): ``run_command``'s commands and ``grep``'s child are confined by
+the kernel (``miniagent.process.sandbox``: Landlock, seccomp, no capabilities): writes only
+inside the workspace and a private temporary folder, no network, no secret folders read. Where
+the kernel cannot do that, ``default_tools`` raises ``SandboxUnavailable`` -- it never hands out
+tools that would run unconfined.
+
 Modules: ``paths`` (confinement), ``timeouts`` (the timeout input), ``files``, ``search`` (with
 its child ``_grep_worker``), ``shell`` (``run_command``). Child processes are
 ``miniagent.process``'s (own group, capped reading, group stop, registry, the secret-free
@@ -42,6 +48,7 @@ from typing import Any
 from .._redaction import redactor
 from .._text import cap
 from ..process.environment import secret_values
+from ..process.sandbox import sandbox_for
 from ..tools import MIN_TOOL_OUTPUT_CHARS, TOOL_OUTPUT_CHARS, Tool, ToolResult
 from .files import edit_file_tool, list_dir_tool, read_file_tool, write_file_tool
 from .paths import OutsideWorkspaceError, Workspace
@@ -67,6 +74,7 @@ def default_tools(
     *,
     max_output_chars: int = TOOL_OUTPUT_CHARS,
     command_env: Mapping[str, str] | None = None,
+    sandbox: str = "none",
 ) -> list[Tool]:
     """Return the six built-in tools, confined to ``workspace``.
 
@@ -85,26 +93,35 @@ def default_tools(
             characters) of secret variables of ``os.environ`` and of the command's environment are
             replaced with ``***`` in command output, and those of ``os.environ`` in every other
             tool's result.
+        sandbox: ``"none"`` (default: commands run with the user's authority) or
+            ``"workspace"``: ``run_command`` and ``grep``'s child run confined by the kernel
+            (``miniagent.process.sandbox``: writes only inside the workspace and a private
+            temporary folder named by ``TMPDIR``, no network, secret folders unreadable).
 
     Returns:
         ``[read_file, write_file, edit_file, list_dir, grep, run_command]``.
 
     Raises:
+        SandboxUnavailable: ``sandbox="workspace"`` where the kernel cannot confine (not Linux,
+            Landlock missing or older than ABI 4...) or the workspace holds a secret folder.
         NotADirectoryError: ``workspace`` is not an existing folder.
         ValueError: ``max_output_chars`` is below ``MIN_TOOL_OUTPUT_CHARS`` (``miniagent.tools``), or
-            ``command_env`` has a name that is empty or contains ``=`` or NUL, or a value with NUL.
+            ``command_env`` has a name that is empty or contains ``=`` or NUL, or a value with NUL,
+            or ``sandbox`` is not ``"none"`` or ``"workspace"``.
         TypeError: ``command_env`` has a name or value that is not a ``str``.
     """
     if max_output_chars < MIN_TOOL_OUTPUT_CHARS:
         raise ValueError(f"max_output_chars must be at least {MIN_TOOL_OUTPUT_CHARS}")
     root = Workspace(workspace)
+    commands = sandbox_for(sandbox, root.root)
+    search = sandbox_for(sandbox, root.root, writable=False)
     return [
         _redacting(read_file_tool(root, max_output_chars)),
         _redacting(write_file_tool(root)),
         _redacting(edit_file_tool(root)),
         _redacting(list_dir_tool(root, max_output_chars)),
-        _redacting(grep_tool(root, max_output_chars)),
-        run_command_tool(root, max_output_chars, env=command_env),  # redacts before its cap
+        _redacting(grep_tool(root, max_output_chars, search)),
+        run_command_tool(root, max_output_chars, env=command_env, sandbox=commands),  # redacts before its cap
     ]
 
 

@@ -18,7 +18,8 @@ stdin: one JSON object (ASCII) with ``root``, ``top`` (both resolved), ``is_dir`
 or both null; matched against names and paths in the Unicode normal form ``name_form``, as
 ``paths.comparable_name`` does), ``max_memory_bytes`` (this process's address-space limit: a file whose search
 runs out of it is skipped and counted), ``max_matches``, ``max_line_chars``, ``max_file_bytes``,
-``sniff_bytes``, ``skipped_folders``.
+``sniff_bytes``, ``skipped_folders``, and optionally ``confine`` (``{"module_dir", "spec"}``:
+the worker confines itself with the kernel, ``process/_confine.py``, before it opens any file).
 
 stdout: ASCII JSON lines; ``["match", {"path", "line", "text"}]`` for each matching line as found
 (flushed after each file); a line longer than ``max_line_chars`` gives a window of that many
@@ -297,9 +298,23 @@ class Search:
                     return
 
 
+def confine(request: dict[str, Any]) -> None:
+    """Confine this process with the kernel when the request says so (``"confine"``: the folder
+    of ``process/_confine.py`` and its spec), before any file is opened. A failure raises: the
+    search must not run unconfined."""
+    settings = request.get("confine")
+    if not settings:
+        return
+    sys.path.insert(0, settings["module_dir"])
+    import _confine  # type: ignore[import-not-found]
+
+    _confine.confine(settings["spec"])
+
+
 def main() -> int:
     """Run the search described on stdin; return the exit status (0)."""
     request = json.loads(sys.stdin.buffer.read())
+    confine(request)
     limit_memory(request["max_memory_bytes"])
     search = Search(request, sys.stdout)
     if request["is_dir"]:

@@ -10,11 +10,14 @@ where no cancel event reaches, so the child is killed when the cancel event is s
 20 ms) or after ``timeout`` seconds (default ``DEFAULT_TIMEOUT_SECONDS``). This process compiles
 the pattern first (a bad one is an error result at once) and resolves the path inside the
 workspace; the child gets the resolved root and top, an environment without secrets, and imports
-only the standard library (about 20 ms of start-up per call).
+only the standard library (about 20 ms of start-up per call). With a sandbox (``default_tools(...,
+sandbox="workspace")``) the child confines itself with the kernel before it opens a file: it can
+write nothing, reach no network and read no secret folder (``process.sandbox``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -26,8 +29,10 @@ from typing import Any
 from .._capture import BINARY_SNIFF_BYTES, decode
 from .._redaction import Redactor
 from .._text import cap, omission_note, shorten
+from ..errors import SandboxUnavailable
 from ..process.children import ProcessOutcome, run_process
 from ..process.environment import current_redactor, scrubbed_environ
+from ..process.sandbox import CONFINE_MODULE, Sandbox
 from ..tools import Tool, ToolResult
 from .files import guarded
 from .globs import GlobError, GlobFilter, compile_glob
@@ -127,23 +132,32 @@ def _check_input(workspace: Workspace, arguments: dict[str, Any]) -> _Search | T
 
 
 def _run_worker(
-    workspace: Workspace, search: _Search, cancel: threading.Event | None
+    workspace: Workspace, search: _Search, cancel: threading.Event | None, sandbox: Sandbox | None
 ) -> ProcessOutcome | ToolResult:
-    """Run the worker on ``search`` (killed on cancel or timeout); an error result when it
-    cannot start."""
+    """Run the worker on ``search`` (killed on cancel or timeout), confined by ``sandbox`` when
+    given; an error result when it cannot start."""
     if not sys.executable:
         return ToolResult("cannot run the search: no Python interpreter path", is_error=True)
+    env = scrubbed_environ()
     try:
-        return run_process(
-            _worker_argv(),
-            workspace.root,
-            timeout=search.timeout,
-            cancel=cancel,
-            keep_bytes=_WORKER_KEEP_BYTES,
-            env=scrubbed_environ(),
-            input_data=json.dumps(search.request).encode("ascii"),
-        )
-    except OSError as error:
+        with contextlib.ExitStack() as stack:
+            request = dict(search.request)
+            pass_fds: tuple[int, ...] = ()
+            if sandbox is not None:
+                confinement = stack.enter_context(sandbox.confinement(env))
+                request["confine"] = {"module_dir": str(CONFINE_MODULE.parent), "spec": confinement.spec}
+                pass_fds = confinement.pass_fds
+            return run_process(
+                _worker_argv(),
+                workspace.root,
+                timeout=search.timeout,
+                cancel=cancel,
+                keep_bytes=_WORKER_KEEP_BYTES,
+                env=env,
+                input_data=json.dumps(request).encode("ascii"),
+                pass_fds=pass_fds,
+            )
+    except (OSError, SandboxUnavailable) as error:
         return ToolResult(f"cannot run the search: {error}", is_error=True)
 
 
@@ -205,11 +219,12 @@ def _grep(
     max_chars: int,
     arguments: dict[str, Any],
     cancel: threading.Event | None,
+    sandbox: Sandbox | None = None,
 ) -> ToolResult:
     search = _check_input(workspace, arguments)
     if isinstance(search, ToolResult):
         return search
-    outcome = _run_worker(workspace, search, cancel)
+    outcome = _run_worker(workspace, search, cancel, sandbox)
     if isinstance(outcome, ToolResult):
         return outcome
     matches, summary, other = _read_worker(outcome)
@@ -230,12 +245,14 @@ def _grep(
     return ToolResult(cap("\n".join(lines), max_chars), is_error=outcome.stopped is not None)
 
 
-def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
+def grep_tool(workspace: Workspace, max_chars: int, sandbox: Sandbox | None = None) -> Tool:
     """Return the ``grep`` tool (read-only).
 
     Args:
         workspace: the folder searched; every path must resolve inside it.
         max_chars: cap of each result in characters.
+        sandbox: confine the search child (``process.sandbox``; a ``Sandbox`` that writes
+            nothing fits it).
 
     Input: ``pattern`` (Python regular expression, searched in each line), ``path`` (file or
     folder, default ``"."``), ``glob`` (optional, git/ripgrep syntax: ``globs``; without ``/``
@@ -252,7 +269,7 @@ def grep_tool(workspace: Workspace, max_chars: int) -> Tool:
     """
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return guarded(lambda: _grep(workspace, max_chars, arguments, cancel))
+        return guarded(lambda: _grep(workspace, max_chars, arguments, cancel, sandbox))
 
     return Tool(
         name="grep",

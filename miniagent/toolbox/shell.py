@@ -8,6 +8,10 @@ reaper (``contain``): a child subreaper that also stops every descendant that le
 the session (``set -m``, ``setsid``, daemons) -- on Linux; it costs one more interpreter start
 (about 20 ms) per command.
 
+Sandbox: with a ``process.sandbox.Sandbox`` (``default_tools(..., sandbox="workspace")``), each
+command is confined by the kernel before it runs: writes only inside the workspace and a private
+temporary folder (``TMPDIR``), no network, no reading of secret folders (``sandbox``'s policy).
+
 Secrets (see ``environment``): a command gets an environment without secret variables
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, names ending in ``_API_KEY``, ``_TOKEN``,
 ``_SECRET``, ``_PASSWORD``, ``_ACCESS_KEY``, ... or containing ``SECRET_``), unless the caller
@@ -18,6 +22,7 @@ it is cut to length.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -27,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .._redaction import Redactor
+from ..errors import SandboxUnavailable
 from ..process.children import KILL_GRACE_SECONDS, check_environment, run_process
 from ..process.environment import scrubbed_environ, secret_values
+from ..process.sandbox import Sandbox
 from ..tools import TOOL_OUTPUT_CHARS, Tool, ToolResult
 from .paths import Workspace
 from .timeouts import ToolTimeout
@@ -76,6 +83,7 @@ def run_shell(
     max_chars: int = TOOL_OUTPUT_CHARS,
     kill_grace: float = KILL_GRACE_SECONDS,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandOutcome:
     """Run ``/bin/sh -c command`` in ``cwd`` and return its merged output and status.
 
@@ -88,6 +96,8 @@ def run_shell(
         kill_grace: seconds between SIGTERM and SIGKILL.
         env: the command's exact environment; ``None`` means ``os.environ`` now without its
             secret variables (``environment.scrubbed_environ``).
+        sandbox: confine the command (``process.sandbox``): its environment then also gets
+            ``TMPDIR``, ``TMP`` and ``TEMP`` naming its private temporary folder.
 
     Returns:
         A ``CommandOutcome`` whose output has the values of secret variables (of ``os.environ``
@@ -96,19 +106,30 @@ def run_shell(
 
     Raises:
         OSError: the shell could not be started (e.g. ``cwd`` is gone).
+        SandboxUnavailable: ``sandbox`` cannot confine this command (e.g. the workspace holds
+            the ``HOME`` of ``env``'s secrets).
     """
     child_env = scrubbed_environ() if env is None else dict(env)
     redact = Redactor(secret_values(os.environ, child_env))
-    outcome = run_process(
-        ["/bin/sh", "-c", command],
-        cwd,
-        timeout=timeout,
-        cancel=cancel,
-        keep_bytes=max(4 * max_chars + 16, 65536),
-        kill_grace=kill_grace,
-        env=child_env,
-        contain=True,
-    )
+    with contextlib.ExitStack() as stack:
+        confine = None
+        pass_fds: tuple[int, ...] = ()
+        if sandbox is not None:
+            confinement = stack.enter_context(sandbox.confinement(child_env))
+            child_env.update(confinement.env)
+            confine, pass_fds = confinement.spec, confinement.pass_fds
+        outcome = run_process(
+            ["/bin/sh", "-c", command],
+            cwd,
+            timeout=timeout,
+            cancel=cancel,
+            keep_bytes=max(4 * max_chars + 16, 65536),
+            kill_grace=kill_grace,
+            env=child_env,
+            contain=True,
+            confine=confine,
+            pass_fds=pass_fds,
+        )
     return CommandOutcome(
         output=outcome.output.text(max_chars, redact),
         returncode=outcome.returncode,
@@ -116,6 +137,12 @@ def run_shell(
         pgid=outcome.pgid,
         seconds=outcome.seconds,
     )
+
+
+_SANDBOX_NOTE = (
+    " The command runs in a sandbox: it can write only inside the workspace and $TMPDIR, has no "
+    "network access, and cannot read secret folders such as ~/.ssh."
+)
 
 
 def _status_line(outcome: CommandOutcome, timeout: float) -> str:
@@ -132,13 +159,19 @@ def _status_line(outcome: CommandOutcome, timeout: float) -> str:
     return f"exit code: {outcome.returncode}"
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """How ``run_command`` runs its commands (fixed when the tool is made)."""
+
+    workspace: Workspace
+    max_chars: int
+    kill_grace: float
+    env: Mapping[str, str] | None
+    sandbox: Sandbox | None
+
+
 def _run_command(
-    workspace: Workspace,
-    max_chars: int,
-    kill_grace: float,
-    env: Mapping[str, str] | None,
-    arguments: dict[str, Any],
-    cancel: threading.Event | None,
+    settings: _Settings, arguments: dict[str, Any], cancel: threading.Event | None
 ) -> ToolResult:
     command = str(arguments["command"])
     timeout, notes = COMMAND_TIMEOUT.resolve(arguments.get("timeout"))
@@ -149,14 +182,15 @@ def _run_command(
     try:
         outcome = run_shell(
             command,
-            Path(workspace.root),
+            Path(settings.workspace.root),
             timeout=timeout,
             cancel=cancel,
-            max_chars=max_chars,
-            kill_grace=kill_grace,
-            env=env,
+            max_chars=settings.max_chars,
+            kill_grace=settings.kill_grace,
+            env=settings.env,
+            sandbox=settings.sandbox,
         )
-    except OSError as error:
+    except (OSError, SandboxUnavailable) as error:
         return ToolResult(f"cannot run the command: {error}", is_error=True)
     parts = [*notes]
     if outcome.output:
@@ -172,6 +206,7 @@ def run_command_tool(
     *,
     kill_grace: float = KILL_GRACE_SECONDS,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Tool:
     """Return the ``run_command`` tool (not read-only: a command may change anything).
 
@@ -181,6 +216,8 @@ def run_command_tool(
         kill_grace: seconds between SIGTERM and SIGKILL when a command is stopped.
         env: the commands' exact environment (copied now); ``None`` means ``os.environ`` at each
             call without its secret variables (``environment.scrubbed_environ``).
+        sandbox: confine every command (``process.sandbox``); the tool's description then tells
+            the model what the sandbox allows.
 
     Input: ``command`` (shell command line), ``timeout`` (seconds, default
     ``DEFAULT_TIMEOUT_SECONDS``, lowered to ``MAX_TIMEOUT_SECONDS`` with a note).
@@ -193,9 +230,10 @@ def run_command_tool(
         TypeError, ValueError: ``env`` is not a valid environment (``check_environment``).
     """
     fixed_env = None if env is None else check_environment(env)
+    settings = _Settings(workspace, max_chars, kill_grace, fixed_env, sandbox)
 
     def execute(arguments: dict[str, Any], cancel: threading.Event | None) -> ToolResult:
-        return _run_command(workspace, max_chars, kill_grace, fixed_env, arguments, cancel)
+        return _run_command(settings, arguments, cancel)
 
     return Tool(
         name="run_command",
@@ -204,6 +242,7 @@ def run_command_tool(
             "stdout and stderr and its exit code. No input is available on stdin; "
             "background processes are stopped when the command ends. Secret environment "
             "variables (API keys, tokens, passwords) are not available to the command."
+            + (_SANDBOX_NOTE if sandbox is not None else "")
         ),
         input_schema={
             "type": "object",

@@ -19,6 +19,7 @@ from miniagent import (
     MiniagentError,
     ProviderError,
     RedisSession,
+    SandboxUnavailable,
     SessionError,
     SQLiteSession,
     ToolCall,
@@ -219,6 +220,7 @@ def _every_library_error() -> list[MiniagentError]:
         ProviderError("overloaded", status=529, retryable=True, kind="overloaded_error"),
         StatusError("rate limited", status=429, retryable=True, kind=None, retry_after=1.5),
         LocalModelError("no model file"),
+        SandboxUnavailable("the kernel has no Landlock"),
         MCPError("server exited", server="files", kind="closed"),
         MCPError("bad params", server="files", kind="error", code=-32602),
     ]
