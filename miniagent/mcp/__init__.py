@@ -22,7 +22,8 @@ imports only the standard library (``requests`` is imported by ``HTTPMCPServer.s
 
 from ._errors import MCPError
 from .config import load_mcp_config
-from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer, mcp_tools
+from .remote import HTTPMCPServer
+from .servers import MCPServerBase, StdioMCPServer, mcp_tools
 
 __all__ = [
     "HTTPMCPServer",

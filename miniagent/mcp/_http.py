@@ -7,8 +7,9 @@
   server's requests) go to the handler, and replies to the server's requests are POSTed back.
 - ``Mcp-Session-Id`` from the ``initialize`` answer is sent on every later request;
   ``MCP-Protocol-Version`` once the version is agreed. HTTP 404 on a request that carried a
-  session id means the server ended the session: ``alive()`` turns false and the next call
-  starts a new session. ``close()`` sends DELETE (failures ignored).
+  session id means the server ended the session: ``alive()`` turns false, ``expired`` true, and
+  the server object starts a new session and sends the request again. ``close()`` sends DELETE
+  (failures ignored, a redirect never followed: it would carry the headers elsewhere).
 - Cancel and timeout: the request runs in the caller's thread; the socket watcher of ``net.watcher``
   shuts the socket down when the cancel event is set (also while waiting for the response
   headers), and the socket's read timeout is the time left until the deadline (checked again
@@ -16,6 +17,10 @@
 - Keep-alive: once the response was found, the rest of the body (the end of the event stream)
   is read for at most 0.2 s (``net.connection.release``) and the connection goes back to the
   pool for the next request; after a cancel, a timeout or an error it is closed.
+- Replies to the server's requests are POSTed with the deadline and the cancel of the request
+  whose stream carried them, so a server that never answers them cannot hold the caller.
+- A body or event that cannot be read (not JSON, nested too deeply, an event over the SSE
+  reader's cap) is a protocol error (``MCPError``), never another exception.
 - Header values (``Authorization``...) never appear in errors or logs.
 """
 
@@ -33,12 +38,14 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTime
 from urllib3.util import Timeout
 
 from .._log import Logger
+from ..errors import ProviderError
 from ..net.connection import READ_SIZE, OpenFailed, new_session, open_response, release, response_socket
 from ..net.failures import connection_failure
 from ..net.sse import SSEDecoder
 from ..net.watcher import SocketWatcher
 from ._errors import MCPError
-from ._wire import Handler, Interrupted, Message, encode, is_response
+from ._secrets import Secrets
+from ._wire import Deadline, Handler, Interrupted, Message, encode, is_response
 
 __all__ = ["HTTPTransport"]
 
@@ -59,13 +66,24 @@ class HTTPTransport:
         url: the endpoint.
         headers: extra request headers.
         connect_timeout: most seconds for a TCP/TLS connect.
+        secrets: the server's secrets (tokens learnt later are added to it).
+
+    Attributes:
+        expired: the server ended the session (HTTP 404 with its session id).
     """
 
     def __init__(
-        self, name: str, url: str, headers: Mapping[str, str], connect_timeout: float = CONNECT_TIMEOUT
+        self,
+        name: str,
+        url: str,
+        headers: Mapping[str, str],
+        connect_timeout: float = CONNECT_TIMEOUT,
+        secrets: Secrets | None = None,
     ) -> None:
         """Prepare the HTTP session; nothing is sent yet."""
         self.name = name
+        self.secrets = secrets or Secrets()
+        self.expired = False
         self.url = url
         self.extra_headers = dict(headers)
         self.connect_timeout = min(connect_timeout, CONNECT_TIMEOUT)
@@ -81,7 +99,7 @@ class HTTPTransport:
         message: Message,
         handler: Handler,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         """POST ``message`` and return its response (``_wire.Transport``)."""
         self._check_usable()
@@ -108,13 +126,16 @@ class HTTPTransport:
         if self._failure is not None:
             return
         try:
-            response = self._post(encode(message), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            response = self._post(encode(message), None, Deadline(NOTIFY_TIMEOUT), None)
             release(response)
             response.close()
             if response.status >= 300:
                 logger.debug("[%s] %s answered HTTP %s", self.name, message.get("method"), response.status)
         except (MCPError, Interrupted, ValueError) as exc:
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
+
+    def poll(self, handler: Handler) -> None:
+        """Nothing waits between requests over HTTP."""
 
     def set_protocol_version(self, version: str) -> None:
         """Send ``MCP-Protocol-Version: version`` from now on."""
@@ -133,7 +154,10 @@ class HTTPTransport:
         if self.session_id is not None and self._failure is None:
             try:
                 self.http.delete(
-                    self.url, headers=self._headers(), timeout=(self.connect_timeout, CLOSE_TIMEOUT)
+                    self.url,
+                    headers=self._headers(),
+                    timeout=(self.connect_timeout, CLOSE_TIMEOUT),
+                    allow_redirects=False,
                 ).close()
             except requests.RequestException as exc:
                 logger.debug("[%s] DELETE of the session failed: %s", self.name, type(exc).__name__)
@@ -156,13 +180,13 @@ class HTTPTransport:
         self,
         payload: bytes,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
         watcher: SocketWatcher | None,
     ) -> BaseHTTPResponse:
         """One POST (body streamed); ``watcher`` gets its socket before it connects."""
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled")
-        read_timeout = None if deadline is None else self._left(deadline)
+        read_timeout = deadline.left()
         connect_timeout = (
             self.connect_timeout if read_timeout is None else min(self.connect_timeout, read_timeout)
         )
@@ -173,11 +197,11 @@ class HTTPTransport:
             raise self._request_failed(failed.cause, cancel, deadline) from None
 
     def _request_failed(
-        self, exc: BaseException, cancel: threading.Event | None, deadline: float | None
+        self, exc: BaseException, cancel: threading.Event | None, deadline: Deadline
     ) -> BaseException:
         if cancel is not None and cancel.is_set():
             return Interrupted("cancelled")
-        if deadline is not None and time.monotonic() >= deadline - 0.01:
+        if deadline.passed(0.01):
             return Interrupted("timeout")
         connect_timeout = isinstance(exc, ConnectTimeoutError) and not isinstance(exc, NewConnectionError)
         if connect_timeout or isinstance(exc, (requests.Timeout, ReadTimeoutError, TimeoutError)):
@@ -188,18 +212,11 @@ class HTTPTransport:
                 self.url,
                 exc,
                 connect_timeout=self.connect_timeout,
-                read_timeout=self.connect_timeout if deadline is None else deadline - time.monotonic(),
+                read_timeout=self.connect_timeout if deadline.at is None else deadline.at - time.monotonic(),
             )
             return MCPError(text, server=self.name, kind="closed")
         text = f"MCP server {self.name!r}: request failed ({type(exc).__name__})"
         return MCPError(text, server=self.name, kind="closed")
-
-    @staticmethod
-    def _left(deadline: float) -> float:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise Interrupted("timeout")
-        return left
 
     # --- reading the answer ---------------------------------------------------------------------
 
@@ -209,12 +226,13 @@ class HTTPTransport:
         response: BaseHTTPResponse,
         handler: Handler,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         status = response.status
         wanted = message["id"]
         if status == 404 and self.session_id is not None and message.get("method") != "initialize":
             self._failure = "the server ended the session (HTTP 404)"
+            self.expired = True
             raise MCPError(f"MCP server {self.name!r}: {self._failure}", server=self.name, kind="closed")
         media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
         if status >= 400:
@@ -223,7 +241,7 @@ class HTTPTransport:
             raise self._protocol(f"answered {message.get('method')} with HTTP {status} and no response")
         if media == "application/json":
             body = self._read_all(response, cancel, deadline)
-            found = self._dispatch(self._parse(body), wanted, handler)
+            found = self._dispatch(self._parse(body), wanted, handler, cancel, deadline)
             if found is None:
                 raise self._protocol(f"answered {message.get('method')} without its response")
             return found
@@ -231,7 +249,7 @@ class HTTPTransport:
             for event in self._events(response, cancel, deadline):
                 if not event.data.strip():
                     continue
-                found = self._dispatch(self._parse(event.data.encode()), wanted, handler)
+                found = self._dispatch(self._parse(event.data.encode()), wanted, handler, cancel, deadline)
                 if found is not None:
                     return found
             raise MCPError(
@@ -247,21 +265,28 @@ class HTTPTransport:
         wanted: Any,
         media: str,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         """A JSON-RPC error in the body of an HTTP error becomes the response; else an error."""
         body = self._read_all(response, cancel, deadline, limit=65536)
         if media == "application/json":
             try:
                 value = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 value = None
             if isinstance(value, dict) and isinstance(value.get("error"), dict):
                 return {"jsonrpc": "2.0", "id": wanted, "error": value["error"]}
         snippet = body.decode("utf-8", "replace").strip()[:_SNIPPET_CHARS]
         raise self._protocol(f"answered HTTP {response.status}: {snippet or '(empty body)'}")
 
-    def _dispatch(self, value: Any, wanted: Any, handler: Handler) -> Message | None:
+    def _dispatch(
+        self,
+        value: Any,
+        wanted: Any,
+        handler: Handler,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+    ) -> Message | None:
         """Hand every message but the awaited response to ``handler``; return the response."""
         found: Message | None = None
         for item in value if isinstance(value, list) else (value,):
@@ -273,40 +298,56 @@ class HTTPTransport:
                 continue
             reply = handler(item)
             if reply is not None:
-                self._reply(reply)
+                self._reply(reply, cancel, deadline)
         return found
 
-    def _reply(self, reply: Message) -> None:
+    def _reply(self, reply: Message, cancel: threading.Event | None, deadline: Deadline) -> None:
+        """POST a reply to the server's request, within the awaited request's deadline (and at
+        most ``NOTIFY_TIMEOUT``); a cancel or the deadline passing stops the awaited request."""
+        bound = Deadline(NOTIFY_TIMEOUT)
+        if deadline.at is not None and bound.at is not None and deadline.at < bound.at:
+            bound = deadline
+        watcher = SocketWatcher(cancel) if cancel is not None else None
         try:
-            response = self._post(encode(reply), None, time.monotonic() + NOTIFY_TIMEOUT, None)
+            response = self._post(encode(reply), cancel, bound, watcher)
             release(response)
             response.close()
-        except (MCPError, Interrupted) as exc:
+        except Interrupted:
+            if (cancel is not None and cancel.is_set()) or deadline.passed(0.01):
+                raise
+            logger.debug("[%s] reply to %r not answered in time", self.name, reply.get("id"))
+        except MCPError as exc:
             logger.debug("[%s] reply not sent: %s", self.name, exc)
+        finally:
+            if watcher is not None:
+                watcher.stop()
 
     def _parse(self, body: bytes) -> Any:
         try:
             return json.loads(body)
+        except RecursionError:
+            raise self._protocol("sent a message nested too deeply to read") from None
         except ValueError:
             snippet = body.decode("utf-8", "replace")[:_SNIPPET_CHARS]
             raise self._protocol(f"sent a body that is not JSON: {snippet}") from None
 
     def _chunks(
-        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: float | None
+        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: Deadline
     ) -> Iterator[bytes]:
         raw: Any = response
         sock = response_socket(response)
         while True:
             if cancel is not None and cancel.is_set():
                 raise Interrupted("cancelled")
-            if deadline is not None and sock is not None:
-                sock.settimeout(self._left(deadline))
+            left = deadline.left()
+            if left is not None and sock is not None:
+                sock.settimeout(left)
             try:
                 chunk = raw.read1(READ_SIZE, decode_content=True)
             except Exception as exc:  # urllib3/http.client/socket errors: the stream broke
                 if cancel is not None and cancel.is_set():
                     raise Interrupted("cancelled") from None
-                if deadline is not None and time.monotonic() >= deadline - 0.01:
+                if deadline.passed(0.01):
                     raise Interrupted("timeout") from None
                 raise MCPError(
                     f"MCP server {self.name!r}: the answer broke off ({type(exc).__name__})",
@@ -321,7 +362,7 @@ class HTTPTransport:
         self,
         response: BaseHTTPResponse,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
         limit: int = MAX_BODY_BYTES,
     ) -> bytes:
         body = bytearray()
@@ -334,12 +375,15 @@ class HTTPTransport:
         return bytes(body)
 
     def _events(
-        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: float | None
+        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: Deadline
     ) -> Iterator[Any]:
         decoder = SSEDecoder()
-        for chunk in self._chunks(response, cancel, deadline):
-            yield from decoder.feed(chunk)
-        yield from decoder.close()
+        try:
+            for chunk in self._chunks(response, cancel, deadline):
+                yield from decoder.feed(chunk)
+            yield from decoder.close()
+        except ProviderError:  # the reader's cap: one line or event too large
+            raise self._protocol(f"sent an event stream line or event over {MAX_BODY_BYTES} bytes") from None
 
     # --- failure --------------------------------------------------------------------------------
 

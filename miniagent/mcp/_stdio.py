@@ -5,42 +5,60 @@ may write logs to stderr (logged here, see ``_process``) but nothing else to std
 
 Invariants:
 
-- All reading and writing happens in the caller's thread: both pipes are non-blocking and the
-  thread waits in ``select`` for at most ``POLL_SECONDS`` at a time, checking the cancel event
-  and the deadline between waits, so a cancel is seen within about 20 ms and a response is read
-  as soon as it arrives.
+- All reading and writing happens in the caller's thread: both pipes are non-blocking and one
+  pump waits in ``select`` on both at once for at most ``POLL_SECONDS`` at a time, checking the
+  cancel event and the deadline between waits. Every write, also a reply to the server's own
+  request, goes through the pump: it has the deadline and the cancel of the request it belongs
+  to, so a server that stops reading never blocks the caller past them.
+- Reading goes on while writing (up to ``READ_AHEAD_BYTES`` ahead), so a server that writes
+  before it reads (a flood of its own requests) does not deadlock with a client that writes.
+  Replies wait in an outbox; while it holds more than ``OUTBOX_BYTES`` nothing more is read.
 - A line that is not a JSON object or array (a server that prints a banner or debug output to
-  stdout) is logged as a warning and skipped; the request keeps waiting for its response.
+  stdout) is logged as a warning and skipped; the request keeps waiting for its response. A
+  line nested too deeply to decode is a protocol error of that request (the stream stays
+  usable).
 - A line longer than ``MAX_MESSAGE_BYTES`` is a protocol error: the server is stopped. A message
   cut off while it was written (cancel, timeout or Ctrl-C with the pipe full) leaves the stream
-  broken: ``alive()`` turns false and the next call starts the server again.
+  broken: ``alive()`` turns false and the next call starts the server again. Messages not
+  begun when a request stops waiting are dropped.
 - When stdout ends, stdin breaks, or the server exited and nothing is left to read (a child it
   started may still hold stdout open), the server is finished: its group is stopped, the error
   names its exit status and its last stderr lines; ``alive()`` is false from then on.
+- ``poll`` handles what arrived while no request waited (``tools/list_changed`` sent while idle
+  is seen by the next listing).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
 import select
 import signal
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._log import Logger
 from ._errors import MCPError
 from ._process import ServerProcess
-from ._wire import Handler, Interrupted, Message, encode, is_response
+from ._wire import Deadline, Handler, Interrupted, Message, encode, is_response
 
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["StdioTransport", "MAX_MESSAGE_BYTES", "NOTIFY_SECONDS", "POLL_SECONDS"]
+__all__ = [
+    "StdioTransport",
+    "MAX_MESSAGE_BYTES",
+    "NOTIFY_SECONDS",
+    "OUTBOX_BYTES",
+    "POLL_SECONDS",
+    "READ_AHEAD_BYTES",
+]
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+READ_AHEAD_BYTES = MAX_MESSAGE_BYTES + 1
+OUTBOX_BYTES = 4 * 1024 * 1024
 POLL_SECONDS = 0.02
 NOTIFY_SECONDS = 0.1
 _READ_SIZE = 256 * 1024
@@ -57,16 +75,25 @@ class StdioTransport:
         argv: command and arguments.
         env: the child's whole environment.
         cwd: its working folder or ``None``.
+        clean: makes a text of the server's safe to log (secrets hidden, escapes visible).
 
     Raises:
         MCPError: kind ``start`` when the command cannot be run (not found, not executable).
     """
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        clean: Callable[[str], str] = str,
+    ) -> None:
         """Start the server process."""
         self.name = name
+        self.clean = clean
         try:
-            self.process = ServerProcess(name, argv, env, cwd)
+            self.process = ServerProcess(name, argv, env, cwd, clean)
         except FileNotFoundError as exc:
             missing = exc.filename if exc.filename is not None else argv[0]
             if cwd is not None and not os.path.isdir(cwd):
@@ -88,6 +115,9 @@ class StdioTransport:
         os.set_blocking(self._out, False)
         self._buffer = bytearray()
         self._scanned = 0  # bytes of _buffer known to hold no newline
+        self._outbox: collections.deque[bytes] = collections.deque()
+        self._outbox_bytes = 0
+        self._offset = 0  # bytes of _outbox[0] already written
         self._failure: str | None = None
 
     # --- Transport ------------------------------------------------------------------------------
@@ -97,28 +127,24 @@ class StdioTransport:
         message: Message,
         handler: Handler,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         """Write ``message`` and read until its response arrives (``_wire.Transport``)."""
-        self._write(encode(message) + b"\n", cancel, deadline)
+        self._check_usable()
+        self._queue(message)
         wanted = message["id"]
-        while True:
-            value = self._next_value(cancel, deadline)
-            response: Message | None = None
-            for item in value if isinstance(value, list) else (value,):
-                if not isinstance(item, dict):
-                    self._garbage(json.dumps(item))
-                elif is_response(item):
-                    if item.get("id") == wanted:
-                        response = item
-                    else:
-                        logger.debug("[%s] dropped a response to id %r", self.name, item.get("id"))
-                else:
-                    reply = handler(item)
-                    if reply is not None:
-                        self._write(encode(reply) + b"\n", None, None)
-            if response is not None:
-                return response
+        try:
+            while True:
+                value = self._next_value()
+                if value is None:
+                    self._pump(cancel, deadline)
+                    continue
+                response = self._dispatch(value, handler, wanted)
+                if response is not None:
+                    return response
+        except Interrupted:
+            self._abandon()
+            raise
 
     def notify(self, message: Message) -> None:
         """Write a notification; a dead server or a pipe still full after ``NOTIFY_SECONDS`` (a
@@ -126,9 +152,27 @@ class StdioTransport:
         if self._failure is not None:
             return
         try:
-            self._write(encode(message) + b"\n", None, time.monotonic() + NOTIFY_SECONDS)
-        except (MCPError, Interrupted) as exc:
+            self._queue(message)
+            self._flush(None, Deadline(NOTIFY_SECONDS))
+        except Interrupted as exc:
+            self._abandon()
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
+        except MCPError as exc:
+            logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
+
+    def poll(self, handler: Handler) -> None:
+        """Handle every message already sent (no waiting); replies get ``NOTIFY_SECONDS``."""
+        if self._failure is not None:
+            return
+        try:
+            self._pump(None, Deadline(NOTIFY_SECONDS), wait=0.0)
+            while (value := self._next_value()) is not None:
+                self._dispatch(value, handler, None)
+            self._flush(None, Deadline(NOTIFY_SECONDS))
+        except Interrupted:
+            self._abandon()
+        except MCPError as exc:  # the next request reports it
+            logger.debug("[%s] %s", self.name, exc)
 
     def set_protocol_version(self, version: str) -> None:
         """Nothing to do: stdio carries no headers."""
@@ -148,71 +192,95 @@ class StdioTransport:
             self._failure = "closed"
         self.process.stop()
 
-    # --- writing --------------------------------------------------------------------------------
+    # --- messages -------------------------------------------------------------------------------
 
-    def _write(self, data: bytes, cancel: threading.Event | None, deadline: float | None) -> None:
-        self._check_usable()
-        view = memoryview(data)
-        try:
-            while view:
-                try:
-                    written = os.write(self._in, view)
-                except BlockingIOError:
-                    self._wait(self._in, for_write=True, cancel=cancel, deadline=deadline)
-                    continue
-                except (BrokenPipeError, ValueError, OSError):
-                    raise self._ended("stopped reading its stdin") from None
-                view = view[written:]
-        except BaseException:
-            if 0 < len(view) < len(data):  # half a line was sent: the stream is broken
-                self._failure = "a message was cut off while it was written"
-            raise
+    def _queue(self, message: Message) -> None:
+        data = encode(message) + b"\n"
+        self._outbox.append(data)
+        self._outbox_bytes += len(data)
 
-    # --- reading --------------------------------------------------------------------------------
-
-    def _next_value(self, cancel: threading.Event | None, deadline: float | None) -> Any:
-        """The next JSON object or array on stdout; other lines are logged and skipped."""
-        while True:
-            line = self._next_line(cancel, deadline)
-            text = line.decode("utf-8", "replace").strip()
-            if not text:
-                continue
-            try:
-                value = json.loads(text)
-            except ValueError:
-                self._garbage(text)
-                continue
-            if isinstance(value, (dict, list)):
-                return value
-            self._garbage(text)
-
-    def _next_line(self, cancel: threading.Event | None, deadline: float | None) -> bytes:
-        while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                self._scanned = 0
-                return line
-            self._scanned = len(self._buffer)
-            if self._scanned > MAX_MESSAGE_BYTES:
-                self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
-            self._check_usable()
-            if self._wait(self._out, for_write=False, cancel=cancel, deadline=deadline):
-                chunk = self._read()
-                if chunk is None:  # readiness without data: wait again
-                    continue
-            elif self.process.popen.poll() is not None:
-                # Exited, and a child it left may hold stdout open: take what it wrote last, then
-                # stop waiting for an end of file that may never come.
-                chunk = self._read()
-                if chunk is None:
-                    raise self._ended("exited")
+    def _dispatch(self, value: Any, handler: Handler, wanted: Any) -> Message | None:
+        """Hand every message but the awaited response to ``handler`` (replies are queued)."""
+        response: Message | None = None
+        for item in value if isinstance(value, list) else (value,):
+            if not isinstance(item, dict):
+                self._garbage(json.dumps(item)[: _GARBAGE_SHOWN_CHARS + 1])
+            elif is_response(item):
+                if wanted is not None and item.get("id") == wanted:
+                    response = item
+                else:
+                    logger.debug("[%s] dropped a response to id %r", self.name, item.get("id"))
             else:
-                continue
-            if not chunk:
+                reply = handler(item)
+                if reply is not None:
+                    self._queue(reply)
+        return response
+
+    def _abandon(self) -> None:
+        """A request stopped waiting: a half-written message breaks the stream; whole unsent
+        ones are dropped."""
+        if self._offset > 0:
+            self._failure = "a message was cut off while it was written"
+        self._outbox.clear()
+        self._outbox_bytes = 0
+        self._offset = 0
+
+    # --- the pump -------------------------------------------------------------------------------
+
+    def _flush(self, cancel: threading.Event | None, deadline: Deadline) -> None:
+        while self._outbox:
+            self._pump(cancel, deadline)
+
+    def _pump(self, cancel: threading.Event | None, deadline: Deadline, wait: float = POLL_SECONDS) -> None:
+        """One wait of at most ``wait`` seconds: write what stdin takes, read what stdout has.
+
+        Raises:
+            Interrupted: cancelled or past the deadline (checked before the wait).
+            MCPError: the server finished or wrote an over-long line.
+        """
+        self._check_usable()
+        if cancel is not None and cancel.is_set():
+            raise Interrupted("cancelled")
+        left = deadline.left()
+        timeout = wait if left is None else min(wait, left)
+        reading = len(self._buffer) < READ_AHEAD_BYTES and self._outbox_bytes <= OUTBOX_BYTES
+        readers = (self._out,) if reading else ()
+        writers = (self._in,) if self._outbox else ()
+        try:
+            readable, writable, _ = select.select(readers, writers, (), timeout)
+        except (OSError, ValueError):
+            raise self._ended("closed its pipes") from None
+        if writable:
+            self._write_some()
+        if readable:
+            chunk = self._read()
+            if chunk == b"":
                 raise self._ended("closed its stdout")
-            self._buffer += chunk
+            if chunk:
+                self._buffer += chunk
+        elif not writable and self.process.popen.poll() is not None:
+            # Exited, and a child it left may hold stdout open: take what it wrote last, then
+            # stop waiting for an end of file that may never come.
+            chunk = self._read()
+            if not chunk and self._next_line_end() < 0:
+                raise self._ended("exited")
+            self._buffer += chunk or b""
+
+    def _write_some(self) -> None:
+        while self._outbox:
+            head = self._outbox[0]
+            try:
+                written = os.write(self._in, memoryview(head)[self._offset :])
+            except BlockingIOError:
+                return
+            except (BrokenPipeError, ValueError, OSError):
+                raise self._ended("stopped reading its stdin") from None
+            self._offset += written
+            if self._offset < len(head):
+                return
+            self._outbox.popleft()
+            self._outbox_bytes -= len(head)
+            self._offset = 0
 
     def _read(self) -> bytes | None:
         """What stdout holds now (``b""`` at its end), or ``None`` when nothing is there yet."""
@@ -223,29 +291,45 @@ class StdioTransport:
         except (OSError, ValueError):
             return b""
 
-    def _wait(
-        self, fd: int, *, for_write: bool, cancel: threading.Event | None, deadline: float | None
-    ) -> bool:
-        """Wait until ``fd`` is ready, at most ``POLL_SECONDS``; ``True`` when it is. Raises
-        ``Interrupted`` when cancelled or past the deadline."""
-        if cancel is not None and cancel.is_set():
-            raise Interrupted("cancelled")
-        timeout = POLL_SECONDS
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Interrupted("timeout")
-            timeout = min(timeout, left)
-        try:
-            if for_write:
-                return bool(select.select((), (fd,), (), timeout)[1])
-            return bool(select.select((fd,), (), (), timeout)[0])
-        except (OSError, ValueError):
-            raise self._ended("closed its pipes") from None
+    # --- reading --------------------------------------------------------------------------------
+
+    def _next_line_end(self) -> int:
+        end = self._buffer.find(b"\n", self._scanned)
+        if end < 0:
+            self._scanned = len(self._buffer)
+            if self._scanned > MAX_MESSAGE_BYTES:
+                self._fail(f"wrote a line longer than {MAX_MESSAGE_BYTES} bytes on stdout")
+        return end
+
+    def _next_value(self) -> Any:
+        """The next JSON object or array already read, or ``None``; other lines are logged and
+        skipped."""
+        while (end := self._next_line_end()) >= 0:
+            line = bytes(self._buffer[:end])
+            del self._buffer[: end + 1]
+            self._scanned = 0
+            text = line.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                value = json.loads(text)
+            except RecursionError:
+                raise MCPError(
+                    f"MCP server {self.name!r} sent a message nested too deeply to read",
+                    server=self.name,
+                    kind="protocol",
+                ) from None
+            except ValueError:
+                self._garbage(text)
+                continue
+            if isinstance(value, (dict, list)):
+                return value
+            self._garbage(text)
+        return None
 
     def _garbage(self, text: str) -> None:
         shown = text if len(text) <= _GARBAGE_SHOWN_CHARS else text[:_GARBAGE_SHOWN_CHARS] + "…"
-        logger.warning("[%s] ignored a line on stdout that is not JSON-RPC: %s", self.name, shown)
+        logger.warning("[%s] ignored a line on stdout that is not JSON-RPC: %s", self.name, self.clean(shown))
 
     # --- failure --------------------------------------------------------------------------------
 

@@ -8,18 +8,21 @@
   message that arrives meanwhile goes to the handler, whose reply (for a server's request) is
   sent back. It raises ``Interrupted`` when the caller's cancel event was set or the deadline
   passed, and ``MCPError`` (kinds ``closed``/``protocol``) when the connection failed.
+- A ``Deadline`` is read again at every wait, so a progress notification that resets it
+  (``Deadline.reset``) extends the wait of the request it belongs to.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["Message", "Handler", "Transport", "Interrupted", "encode", "is_response"]
+__all__ = ["Message", "Handler", "Transport", "Interrupted", "Deadline", "encode", "is_response"]
 
 Message = dict[str, Any]
 Handler = Callable[[Message], "Message | None"]
@@ -31,6 +34,44 @@ class Interrupted(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class Deadline:
+    """When a request stops waiting: ``seconds`` from its start, or never (``seconds is None``).
+
+    Attributes:
+        seconds: the timeout in seconds, or ``None``.
+        at: the ``time.monotonic()`` value it ends at, or ``None``.
+    """
+
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        """Start the clock now."""
+        self.seconds = seconds
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def reset(self) -> None:
+        """Start the clock again (``seconds`` from now): the server reported progress."""
+        if self.seconds is not None:
+            self.at = time.monotonic() + self.seconds
+
+    def left(self) -> float | None:
+        """Seconds left (``None``: no limit).
+
+        Raises:
+            Interrupted: ``"timeout"`` when none are left.
+        """
+        if self.at is None:
+            return None
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise Interrupted("timeout")
+        return left
+
+    def passed(self, slack: float = 0.0) -> bool:
+        """Whether the deadline passed (within ``slack`` seconds)."""
+        return self.at is not None and time.monotonic() >= self.at - slack
 
 
 def encode(message: Message) -> bytes:
@@ -56,7 +97,7 @@ class Transport(Protocol):
         message: Message,
         handler: Handler,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         """Send ``message`` (a request) and return the response with its ``id``.
 
@@ -65,8 +106,7 @@ class Transport(Protocol):
             handler: called with every other message from the server; a returned message is sent
                 back (the answer to a server's request).
             cancel: stop waiting when set (``Interrupted("cancelled")``).
-            deadline: ``time.monotonic()`` value after which ``Interrupted("timeout")`` is
-                raised, or ``None``.
+            deadline: when ``Interrupted("timeout")`` is raised (read again at every wait).
 
         Raises:
             Interrupted: cancelled or timed out (the request may still be running).
@@ -76,6 +116,10 @@ class Transport(Protocol):
 
     def notify(self, message: Message) -> None:
         """Send a notification; failures are logged, never raised."""
+        ...
+
+    def poll(self, handler: Handler) -> None:
+        """Handle what the server sent while no request waited (without waiting for more)."""
         ...
 
     def set_protocol_version(self, version: str) -> None:

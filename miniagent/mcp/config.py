@@ -27,7 +27,8 @@ import re
 from typing import Any
 
 from ._errors import MCPError
-from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer
+from .remote import HTTPMCPServer
+from .servers import MCPServerBase, StdioMCPServer
 
 __all__ = ["load_mcp_config"]
 

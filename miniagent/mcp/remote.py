@@ -1,0 +1,86 @@
+"""``HTTPMCPServer``: an MCP server reached over the streamable HTTP transport.
+
+Invariants: as ``servers`` says for every server; besides, header values never appear in errors
+or logs (they are among the server's ``Secrets``), and importing this module imports only the
+standard library (``requests`` comes with the transport, at ``start()``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ._requests import Elicitation
+from ._wire import Transport
+from .servers import DEFAULT_MAX_RESULT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, MCPServerBase
+
+if TYPE_CHECKING:
+    from ..model import ModelClient
+
+__all__ = ["HTTPMCPServer"]
+
+
+class HTTPMCPServer(MCPServerBase):
+    """An MCP server reached over the streamable HTTP transport (needs the ``http`` extra).
+
+    Args:
+        url: the MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
+        headers: extra request headers (e.g. ``Authorization``); their values never appear in
+            errors or logs.
+        name: the server's name; default the URL's host.
+        startup_timeout: seconds to connect and answer ``initialize`` (default 30).
+        timeout: seconds one request may take (default 300).
+        max_result_chars: cap of one tool result in characters (default 30 000).
+        roots, elicitation, sampling: what the client offers the server (``MCPServerBase``).
+
+    Each request is one POST; the answer is JSON or an event stream (server-sent events) that
+    carries the response, possibly after the server's notifications and requests.
+    ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent as the spec says; ``close()`` ends
+    the session with DELETE.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        elicitation: Elicitation | None = None,
+        sampling: ModelClient | None = None,
+    ) -> None:
+        """Store the settings; nothing is sent before ``start()`` or ``with``."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
+        super().__init__(
+            name or parts.hostname,
+            startup_timeout,
+            timeout,
+            max_result_chars,
+            roots=roots,
+            elicitation=elicitation,
+            sampling=sampling,
+        )
+        self.url = url
+        self.headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        """``HTTPMCPServer(name, url)`` (no header values)."""
+        return f"HTTPMCPServer({self.name!r}, {self.url!r})"
+
+    def _secrets(self) -> list[str]:
+        """Secret variables' values and every header value (``Secrets`` keeps the part after a
+        scheme such as ``Bearer`` too)."""
+        return [*super()._secrets(), *self.headers.values()]
+
+    def _open(self) -> Transport:
+        from ._http import HTTPTransport
+
+        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout, self.secrets)
