@@ -14,6 +14,14 @@
   shuts the socket down when the cancel event is set (also while waiting for the response
   headers), and the socket's read timeout is the time left until the deadline (checked again
   after every chunk, so keep-alive comments cannot extend it).
+- An event stream that ends before the response is resumed (spec "Resumability and
+  Redelivery"): after the server's ``retry`` (or ``DEFAULT_RETRY_SECONDS``) a GET with
+  ``Last-Event-ID`` of its last event continues it, again until the response, the deadline or
+  the cancel. A stream without event ids cannot be resumed.
+- The standalone GET stream (``listen``, opened once the session is initialized) is read by a
+  daemon thread (``_listen.Listener``): the server's requests and notifications that arrive
+  there are handled, and a response that arrives there reaches the request waiting for it
+  (also one whose POST was answered 202).
 - Keep-alive: once the response was found, the rest of the body (the end of the event stream)
   is read for at most 0.2 s (``net.connection.release``) and the connection goes back to the
   pool for the next request; after a cancel, a timeout or an error it is closed.
@@ -38,12 +46,12 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTime
 from urllib3.util import Timeout
 
 from .._log import Logger
-from ..errors import ProviderError
-from ..net.connection import READ_SIZE, OpenFailed, new_session, open_response, release, response_socket
+from ..net.connection import OpenFailed, new_session, open_response, release, response_socket
 from ..net.failures import connection_failure
-from ..net.sse import SSEDecoder
-from ..net.watcher import SocketWatcher
+from ..net.watcher import SocketWatcher, shutdown_socket
+from ._body import events, parse, protocol, read_all
 from ._errors import MCPError
+from ._listen import DEFAULT_RETRY_SECONDS, Listener
 from ._secrets import Secrets
 from ._wire import Deadline, Handler, Interrupted, Message, encode, is_response
 
@@ -52,7 +60,7 @@ __all__ = ["HTTPTransport"]
 CONNECT_TIMEOUT = 10.0
 NOTIFY_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 2.0
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_RESUMES = 20
 _SNIPPET_CHARS = 200
 
 logger = Logger("miniagent.mcp")
@@ -91,6 +99,11 @@ class HTTPTransport:
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._failure: str | None = None
+        self._listener: Listener | None = None
+        self._mail = threading.Condition()
+        self._mailbox: dict[Any, Message] = {}
+        self._awaited: set[Any] = set()
+        self._reading: dict[Any, Any] = {}  # id -> the socket its answer is read from
 
     # --- Transport ------------------------------------------------------------------------------
 
@@ -105,17 +118,26 @@ class HTTPTransport:
         self._check_usable()
         watcher = SocketWatcher(cancel) if cancel is not None else None
         response: BaseHTTPResponse | None = None
+        with self._mail:
+            self._awaited.add(message["id"])
         try:
             response = self._post(encode(message), cancel, deadline, watcher)
+            self._reading_from(message["id"], response)
             if watcher is not None:
                 watcher.attach(response_socket(response))
             if message.get("method") == "initialize":
                 self.session_id = response.headers.get("mcp-session-id") or None
             answer = self._answer(message, response, handler, cancel, deadline)
-            if watcher is None or watcher.stop():  # the socket is intact: keep the connection
+            with self._mail:
+                intact = message["id"] in self._reading  # not shut by _post_box
+            if intact and (watcher is None or watcher.stop()):  # keep the connection
                 release(response)
             return answer
         finally:
+            with self._mail:
+                self._awaited.discard(message["id"])
+                self._mailbox.pop(message["id"], None)
+                self._reading.pop(message["id"], None)
             if watcher is not None:
                 watcher.stop()
             if response is not None:
@@ -135,7 +157,59 @@ class HTTPTransport:
             logger.debug("[%s] notification %s not sent: %s", self.name, message.get("method"), exc)
 
     def poll(self, handler: Handler) -> None:
-        """Nothing waits between requests over HTTP."""
+        """Nothing to do: the standalone stream's thread handles what arrives between requests."""
+
+    def listen(self, handler: Handler) -> None:
+        """Open the standalone GET stream in a daemon thread (``_listen.Listener``), whose
+        messages go to ``handler``; a server that does not offer one (405) is left alone."""
+        if self._listener is None and self._failure is None:
+            self._listener = Listener(self, handler, self.name)
+            self._listener.start()
+
+    # --- what the listener uses -----------------------------------------------------------------
+
+    def open_get(
+        self, http: requests.Session, last_event_id: str | None, stop: threading.Event, seconds: float | None
+    ) -> Any:
+        """GET the endpoint for an event stream (``Last-Event-ID`` when given) on ``http``, the
+        headers within ``seconds`` (``None``: no limit); the response when it is one, ``None``
+        when the server offers none (405, an error)."""
+        watcher = SocketWatcher(stop)
+        try:
+            response = self._get(http, last_event_id, stop, Deadline(seconds), watcher)
+        except BaseException:
+            watcher.stop()
+            raise
+        watcher.attach(response_socket(response))
+        media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if response.status != 200 or media != "text/event-stream":
+            watcher.stop()
+            response.close()
+            logger.debug("[%s] no standalone event stream (HTTP %s)", self.name, response.status)
+            return None
+        return _Watched(response, watcher)
+
+    def events(self, response: BaseHTTPResponse, stop: threading.Event) -> Iterator[Any]:
+        """The events of a GET stream until it ends or ``stop`` is set."""
+        return events(self.name, response, stop, Deadline(None))
+
+    def deliver(self, data: str, handler: Handler, http: requests.Session, stop: threading.Event) -> None:
+        """Handle one event of the standalone stream: a response goes to the request waiting
+        for it; the server's requests are answered on ``http``."""
+        try:
+            value = parse(self.name, data.encode())
+        except MCPError as exc:
+            logger.debug("[%s] %s", self.name, exc)
+            return
+        for item in value if isinstance(value, list) else (value,):
+            if not isinstance(item, dict):
+                continue
+            if is_response(item):
+                self._post_box(item)
+                continue
+            reply = handler(item)
+            if reply is not None:
+                self._reply(reply, stop, Deadline(NOTIFY_TIMEOUT), http)
 
     def set_protocol_version(self, version: str) -> None:
         """Send ``MCP-Protocol-Version: version`` from now on."""
@@ -150,7 +224,10 @@ class HTTPTransport:
         return ""
 
     def close(self) -> None:
-        """DELETE the session (when there is one) and close the connections. Never raises."""
+        """Stop the standalone stream, DELETE the session (when there is one) and close the
+        connections. Never raises."""
+        if self._listener is not None:
+            self._listener.stop()
         if self.session_id is not None and self._failure is None:
             try:
                 self.http.delete(
@@ -182,8 +259,37 @@ class HTTPTransport:
         cancel: threading.Event | None,
         deadline: Deadline,
         watcher: SocketWatcher | None,
+        http: requests.Session | None = None,
     ) -> BaseHTTPResponse:
         """One POST (body streamed); ``watcher`` gets its socket before it connects."""
+        return self._open(http or self.http, "POST", self._headers(), payload, cancel, deadline, watcher)
+
+    def _get(
+        self,
+        http: requests.Session,
+        last_event_id: str | None,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+        watcher: SocketWatcher | None,
+    ) -> BaseHTTPResponse:
+        """One GET for an event stream, resuming after ``last_event_id`` when given."""
+        headers = self._headers()
+        headers["Accept"] = "text/event-stream"
+        del headers["Content-Type"]
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return self._open(http, "GET", headers, None, cancel, deadline, watcher)
+
+    def _open(
+        self,
+        http: requests.Session,
+        method: str,
+        headers: dict[str, str],
+        payload: bytes | None,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+        watcher: SocketWatcher | None,
+    ) -> BaseHTTPResponse:
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled")
         read_timeout = deadline.left()
@@ -192,7 +298,7 @@ class HTTPTransport:
         )
         timeout = Timeout(connect=connect_timeout, read=read_timeout)
         try:
-            return open_response(self.http, self.url, self._headers(), payload, timeout, watcher)
+            return open_response(http, self.url, headers, payload, timeout, watcher, method)
         except OpenFailed as failed:
             raise self._request_failed(failed.cause, cancel, deadline) from None
 
@@ -238,26 +344,136 @@ class HTTPTransport:
         if status >= 400:
             return self._error_status(response, wanted, media, cancel, deadline)
         if status == 202 or status == 204:
+            if self._listener is not None and self._listener.running():
+                return self._await_mail(wanted, cancel, deadline)
             raise self._protocol(f"answered {message.get('method')} with HTTP {status} and no response")
         if media == "application/json":
-            body = self._read_all(response, cancel, deadline)
-            found = self._dispatch(self._parse(body), wanted, handler, cancel, deadline)
+            body = read_all(self.name, response, cancel, deadline)
+            found = self._dispatch(parse(self.name, body), wanted, handler, cancel, deadline)
             if found is None:
                 raise self._protocol(f"answered {message.get('method')} without its response")
             return found
         if media == "text/event-stream":
-            for event in self._events(response, cancel, deadline):
-                if not event.data.strip():
-                    continue
-                found = self._dispatch(self._parse(event.data.encode()), wanted, handler, cancel, deadline)
-                if found is not None:
-                    return found
+            stream = _Place()
+            try:
+                found = self._from_stream(response, stream, wanted, handler, cancel, deadline)
+                if found is None and stream.last_id is not None and not self._has_mail(wanted):
+                    found = self._resume(stream, wanted, handler, cancel, deadline)
+            except MCPError:
+                if not self._has_mail(wanted):  # else: its socket was shut, the answer is here
+                    raise
+                found = None
+            listening = self._listener is not None and self._listener.running()
+            if found is None and (listening or self._has_mail(wanted)):
+                found = self._await_mail(wanted, cancel, deadline)
+            if found is not None:
+                return found
             raise MCPError(
                 f"MCP server {self.name!r} ended the event stream without answering {message.get('method')}",
                 server=self.name,
                 kind="closed",
             )
         raise self._protocol(f"answered HTTP {status} with content type {media or 'none'}")
+
+    def _from_stream(
+        self,
+        response: BaseHTTPResponse,
+        stream: _Place,
+        wanted: Any,
+        handler: Handler,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+    ) -> Message | None:
+        """Read events until the response; note the last event id and ``retry`` in ``stream``."""
+        for event in events(self.name, response, cancel, deadline):
+            stream.last_id = event.id if event.id is not None else stream.last_id
+            stream.retry = event.retry if event.retry is not None else stream.retry
+            if not event.data.strip():
+                continue
+            found = self._dispatch(parse(self.name, event.data.encode()), wanted, handler, cancel, deadline)
+            if found is not None:
+                return found
+        return None
+
+    def _resume(
+        self,
+        stream: _Place,
+        wanted: Any,
+        handler: Handler,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+    ) -> Message | None:
+        """Resume an event stream that ended early: GET with ``Last-Event-ID`` after ``retry``."""
+        for _attempt in range(MAX_RESUMES):
+            before = stream.last_id
+            seconds = stream.retry / 1000 if stream.retry is not None else DEFAULT_RETRY_SECONDS
+            self._pause(seconds, cancel, deadline)
+            if self._has_mail(wanted):
+                return None
+            watcher = SocketWatcher(cancel) if cancel is not None else None
+            response = self._get(self.http, stream.last_id, cancel, deadline, watcher)
+            self._reading_from(wanted, response)
+            try:
+                if watcher is not None:
+                    watcher.attach(response_socket(response))
+                media = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+                if response.status != 200 or media != "text/event-stream":
+                    logger.debug("[%s] resuming the stream: HTTP %s", self.name, response.status)
+                    return None
+                found = self._from_stream(response, stream, wanted, handler, cancel, deadline)
+                if found is not None:
+                    if watcher is None or watcher.stop():
+                        release(response)
+                    return found
+            finally:
+                if watcher is not None:
+                    watcher.stop()
+                response.close()
+            if stream.last_id == before and stream.retry is None:
+                return None  # nothing new and no retry asked for: the server cannot resume it
+        return None
+
+    @staticmethod
+    def _pause(seconds: float, cancel: threading.Event | None, deadline: Deadline) -> None:
+        """Wait ``seconds`` (the server's ``retry``), or less when the cancel or deadline comes."""
+        left = deadline.left()
+        wait = seconds if left is None else min(seconds, left)
+        if cancel is not None:
+            if cancel.wait(wait):
+                raise Interrupted("cancelled")
+        else:
+            time.sleep(wait)
+        deadline.left()
+
+    def _reading_from(self, wanted: Any, response: BaseHTTPResponse) -> None:
+        with self._mail:
+            self._reading[wanted] = response_socket(response)
+
+    def _post_box(self, response: Message) -> None:
+        """A response that came on the standalone stream: keep it for its request, and shut the
+        socket that request reads from (it waits on another stream), so it looks here."""
+        with self._mail:
+            wanted = response.get("id")
+            if wanted in self._awaited:
+                self._mailbox[wanted] = response
+                self._mail.notify_all()
+                sock = self._reading.pop(wanted, None)
+                if sock is not None:
+                    shutdown_socket(sock)
+
+    def _has_mail(self, wanted: Any) -> bool:
+        with self._mail:
+            return wanted in self._mailbox
+
+    def _await_mail(self, wanted: Any, cancel: threading.Event | None, deadline: Deadline) -> Message:
+        """Wait for the response to arrive on the standalone stream."""
+        with self._mail:
+            while wanted not in self._mailbox:
+                if cancel is not None and cancel.is_set():
+                    raise Interrupted("cancelled")
+                left = deadline.left()
+                self._mail.wait(0.02 if left is None else min(0.02, left))
+            return self._mailbox.pop(wanted)
 
     def _error_status(
         self,
@@ -268,7 +484,7 @@ class HTTPTransport:
         deadline: Deadline,
     ) -> Message:
         """A JSON-RPC error in the body of an HTTP error becomes the response; else an error."""
-        body = self._read_all(response, cancel, deadline, limit=65536)
+        body = read_all(self.name, response, cancel, deadline, limit=65536)
         if media == "application/json":
             try:
                 value = json.loads(body)
@@ -301,7 +517,13 @@ class HTTPTransport:
                 self._reply(reply, cancel, deadline)
         return found
 
-    def _reply(self, reply: Message, cancel: threading.Event | None, deadline: Deadline) -> None:
+    def _reply(
+        self,
+        reply: Message,
+        cancel: threading.Event | None,
+        deadline: Deadline,
+        http: requests.Session | None = None,
+    ) -> None:
         """POST a reply to the server's request, within the awaited request's deadline (and at
         most ``NOTIFY_TIMEOUT``); a cancel or the deadline passing stops the awaited request."""
         bound = Deadline(NOTIFY_TIMEOUT)
@@ -309,7 +531,7 @@ class HTTPTransport:
             bound = deadline
         watcher = SocketWatcher(cancel) if cancel is not None else None
         try:
-            response = self._post(encode(reply), cancel, bound, watcher)
+            response = self._post(encode(reply), cancel, bound, watcher, http)
             release(response)
             response.close()
         except Interrupted:
@@ -322,69 +544,6 @@ class HTTPTransport:
             if watcher is not None:
                 watcher.stop()
 
-    def _parse(self, body: bytes) -> Any:
-        try:
-            return json.loads(body)
-        except RecursionError:
-            raise self._protocol("sent a message nested too deeply to read") from None
-        except ValueError:
-            snippet = body.decode("utf-8", "replace")[:_SNIPPET_CHARS]
-            raise self._protocol(f"sent a body that is not JSON: {snippet}") from None
-
-    def _chunks(
-        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: Deadline
-    ) -> Iterator[bytes]:
-        raw: Any = response
-        sock = response_socket(response)
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise Interrupted("cancelled")
-            left = deadline.left()
-            if left is not None and sock is not None:
-                sock.settimeout(left)
-            try:
-                chunk = raw.read1(READ_SIZE, decode_content=True)
-            except Exception as exc:  # urllib3/http.client/socket errors: the stream broke
-                if cancel is not None and cancel.is_set():
-                    raise Interrupted("cancelled") from None
-                if deadline.passed(0.01):
-                    raise Interrupted("timeout") from None
-                raise MCPError(
-                    f"MCP server {self.name!r}: the answer broke off ({type(exc).__name__})",
-                    server=self.name,
-                    kind="closed",
-                ) from None
-            if not chunk:
-                return
-            yield chunk
-
-    def _read_all(
-        self,
-        response: BaseHTTPResponse,
-        cancel: threading.Event | None,
-        deadline: Deadline,
-        limit: int = MAX_BODY_BYTES,
-    ) -> bytes:
-        body = bytearray()
-        for chunk in self._chunks(response, cancel, deadline):
-            body += chunk
-            if len(body) > limit:
-                if limit < MAX_BODY_BYTES:
-                    break
-                raise self._protocol(f"sent a body longer than {MAX_BODY_BYTES} bytes")
-        return bytes(body)
-
-    def _events(
-        self, response: BaseHTTPResponse, cancel: threading.Event | None, deadline: Deadline
-    ) -> Iterator[Any]:
-        decoder = SSEDecoder()
-        try:
-            for chunk in self._chunks(response, cancel, deadline):
-                yield from decoder.feed(chunk)
-            yield from decoder.close()
-        except ProviderError:  # the reader's cap: one line or event too large
-            raise self._protocol(f"sent an event stream line or event over {MAX_BODY_BYTES} bytes") from None
-
     # --- failure --------------------------------------------------------------------------------
 
     def _check_usable(self) -> None:
@@ -396,4 +555,26 @@ class HTTPTransport:
             )
 
     def _protocol(self, what: str) -> MCPError:
-        return MCPError(f"MCP server {self.name!r} {what}", server=self.name, kind="protocol")
+        return protocol(self.name, what)
+
+
+class _Place:
+    """Where an event stream got to: its last event id and the server's ``retry`` (ms)."""
+
+    __slots__ = ("last_id", "retry")
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry: int | None = None
+
+
+class _Watched:
+    """A GET stream's response with the watcher that shuts its socket when ``stop`` is set."""
+
+    def __init__(self, response: BaseHTTPResponse, watcher: SocketWatcher) -> None:
+        self.response = response
+        self.watcher = watcher
+
+    def close(self) -> None:
+        self.watcher.stop()
+        self.response.close()

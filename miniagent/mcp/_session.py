@@ -128,6 +128,7 @@ class Session:
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else ""
         self.notify("notifications/initialized")
+        self.transport.listen(self.on_message)
 
     def close(self) -> None:
         """End the session (the transport stops the process or the HTTP session)."""

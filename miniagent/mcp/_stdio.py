@@ -174,6 +174,9 @@ class StdioTransport:
         except MCPError as exc:  # the next request reports it
             logger.debug("[%s] %s", self.name, exc)
 
+    def listen(self, handler: Handler) -> None:
+        """Nothing to do: stdout is read by every request and ``poll``."""
+
     def set_protocol_version(self, version: str) -> None:
         """Nothing to do: stdio carries no headers."""
 

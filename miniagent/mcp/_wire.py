@@ -122,6 +122,11 @@ class Transport(Protocol):
         """Handle what the server sent while no request waited (without waiting for more)."""
         ...
 
+    def listen(self, handler: Handler) -> None:
+        """The session is initialized: start listening for the server's own messages where
+        the transport has a channel for them (HTTP's standalone GET stream)."""
+        ...
+
     def set_protocol_version(self, version: str) -> None:
         """The version the server agreed to (HTTP sends it in a header on later requests)."""
         ...
