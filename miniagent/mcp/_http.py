@@ -29,6 +29,10 @@
   whose stream carried them, so a server that never answers them cannot hold the caller.
 - A body or event that cannot be read (not JSON, nested too deeply, an event over the SSE
   reader's cap) is a protocol error (``MCPError``), never another exception.
+- OAuth (``auth``, an ``_oauth.Authorizer``): every request carries its token; a 401, or a 403
+  with ``insufficient_scope``, gets a token (refresh, login or step-up) and the same request is
+  sent again, at most ``MAX_AUTHORIZATIONS`` times per request; the request's timeout starts
+  again after a login (a person may take minutes).
 - Header values (``Authorization``...) never appear in errors or logs.
 """
 
@@ -52,6 +56,7 @@ from ..net.watcher import SocketWatcher, shutdown_socket
 from ._body import events, parse, protocol, read_all
 from ._errors import MCPError
 from ._listen import DEFAULT_RETRY_SECONDS, Listener
+from ._oauth import MAX_AUTHORIZATIONS, Authorizer
 from ._secrets import Secrets
 from ._wire import Deadline, Handler, Interrupted, Message, encode, is_response
 
@@ -100,6 +105,7 @@ class HTTPTransport:
         self.protocol_version: str | None = None
         self._failure: str | None = None
         self._listener: Listener | None = None
+        self.auth: Authorizer | None = None
         self._mail = threading.Condition()
         self._mailbox: dict[Any, Message] = {}
         self._awaited: set[Any] = set()
@@ -228,6 +234,8 @@ class HTTPTransport:
         connections. Never raises."""
         if self._listener is not None:
             self._listener.stop()
+        if self.auth is not None:
+            self.auth.close()
         if self.session_id is not None and self._failure is None:
             try:
                 self.http.delete(
@@ -251,6 +259,9 @@ class HTTPTransport:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
+        token = self.auth.header() if self.auth is not None else None
+        if token is not None:
+            headers["Authorization"] = token
         return headers
 
     def _post(
@@ -261,8 +272,24 @@ class HTTPTransport:
         watcher: SocketWatcher | None,
         http: requests.Session | None = None,
     ) -> BaseHTTPResponse:
-        """One POST (body streamed); ``watcher`` gets its socket before it connects."""
-        return self._open(http or self.http, "POST", self._headers(), payload, cancel, deadline, watcher)
+        """One POST (body streamed); ``watcher`` gets its socket before it connects. An answer
+        that asks for authorization is answered first and the POST sent again (module docstring)."""
+        for round_ in range(MAX_AUTHORIZATIONS + 1):
+            response = self._open(
+                http or self.http, "POST", self._headers(), payload, cancel, deadline, watcher
+            )
+            header = response.headers.get("www-authenticate")
+            if (
+                self.auth is None
+                or round_ == MAX_AUTHORIZATIONS
+                or not self.auth.wants(response.status, header)
+            ):
+                return response
+            release(response)
+            response.close()
+            self.auth.handle(response.status, header)
+            deadline.reset()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _get(
         self,

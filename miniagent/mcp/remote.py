@@ -11,12 +11,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ._errors import MCPError
 from ._requests import Elicitation
 from ._wire import Transport
 from .servers import DEFAULT_MAX_RESULT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, MCPServerBase
 
 if TYPE_CHECKING:
     from ..model import ModelClient
+    from ._oauth import Authorizer
+    from .auth import OAuth
 
 __all__ = ["HTTPMCPServer"]
 
@@ -33,6 +36,8 @@ class HTTPMCPServer(MCPServerBase):
         timeout: seconds one request may take (default 300).
         max_result_chars: cap of one tool result in characters (default 30 000).
         roots, elicitation, sampling: what the client offers the server (``MCPServerBase``).
+        auth: OAuth settings (``auth.OAuth``) for a server that asks for authorization, or
+            ``None``: a 401 is then an error.
 
     Each request is one POST; the answer is JSON or an event stream (server-sent events) that
     carries the response, possibly after the server's notifications and requests.
@@ -52,6 +57,7 @@ class HTTPMCPServer(MCPServerBase):
         roots: Sequence[str | os.PathLike[str]] | None = None,
         elicitation: Elicitation | None = None,
         sampling: ModelClient | None = None,
+        auth: OAuth | None = None,
     ) -> None:
         """Store the settings; nothing is sent before ``start()`` or ``with``."""
         from urllib.parse import urlsplit
@@ -70,17 +76,38 @@ class HTTPMCPServer(MCPServerBase):
         )
         self.url = url
         self.headers = dict(headers or {})
+        self.auth = auth
+        self._authorizer: Authorizer | None = None
 
     def __repr__(self) -> str:
         """``HTTPMCPServer(name, url)`` (no header values)."""
         return f"HTTPMCPServer({self.name!r}, {self.url!r})"
 
     def _secrets(self) -> list[str]:
-        """Secret variables' values and every header value (``Secrets`` keeps the part after a
-        scheme such as ``Bearer`` too)."""
-        return [*super()._secrets(), *self.headers.values()]
+        """Secret variables' values, every header value (``Secrets`` keeps the part after a
+        scheme such as ``Bearer`` too) and the OAuth client secret and key."""
+        values = [*super()._secrets(), *self.headers.values()]
+        if self.auth is not None:
+            values.extend(v for v in (self.auth.client_secret, self.auth.private_key) if v)
+        return values
 
     def _open(self) -> Transport:
         from ._http import HTTPTransport
 
-        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout, self.secrets)
+        transport = HTTPTransport(self.name, self.url, self.headers, self.startup_timeout, self.secrets)
+        if self.auth is not None:
+            transport.auth = self._oauth()
+        return transport
+
+    def _oauth(self) -> Authorizer:
+        """The one ``Authorizer`` of this server (its tokens outlive a session), prepared."""
+        from ._oauth import Authorizer
+
+        assert self.auth is not None
+        if self._authorizer is None:
+            self._authorizer = Authorizer(self.name, self.url, self.auth, self.secrets)
+        try:
+            self._authorizer.prepare()
+        except MCPError as error:
+            raise self.secrets.error(error) from None
+        return self._authorizer
