@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
@@ -54,15 +55,28 @@ class LoopbackLogin:
         server: the MCP server's name (in the text that asks the person to log in).
         port: the port to listen on (``oauth.callbackPort``); ``None``: any free port.
         timeout: seconds the person has to log in.
+        interactive: whether a person is there; ``None``: when stdin or stderr is a terminal.
+        opener: opens the URL for the person; ``None``: ``webbrowser.open`` (the URL is written
+            to stderr either way).
 
     Raises:
         MCPError: kind ``auth``: the port cannot be listened on.
     """
 
-    def __init__(self, server: str, port: int | None = None, timeout: float = LOGIN_SECONDS) -> None:
+    def __init__(
+        self,
+        server: str,
+        port: int | None = None,
+        timeout: float = LOGIN_SECONDS,
+        *,
+        interactive: bool | None = None,
+        opener: Callable[[str], object] | None = None,
+    ) -> None:
         """Start listening."""
         self.server_name = server
         self.timeout = timeout
+        self.interactive = interactive
+        self.opener = opener
         self._url: str | None = None
         self._arrived = threading.Event()
         try:
@@ -91,7 +105,8 @@ class LoopbackLogin:
                 ``timeout`` seconds.
         """
         try:
-            if not (os.isatty(0) or os.isatty(2)):
+            interactive = self.interactive if self.interactive is not None else os.isatty(0) or os.isatty(2)
+            if not interactive:
                 raise MCPError(
                     f"MCP server {self.server_name!r} needs a login in a browser, and there is no "
                     "terminal to ask on; log in once in a terminal (tokens are kept) or use "
@@ -125,9 +140,12 @@ class LoopbackLogin:
         sys.stderr.write(f"miniagent: MCP server {self.server_name!r} asks you to log in: open\n  {url}\n")
         sys.stderr.flush()
         try:
-            import webbrowser
+            if self.opener is not None:
+                self.opener(url)
+            else:
+                import webbrowser
 
-            webbrowser.open(url)
+                webbrowser.open(url)
         except Exception:  # no browser: the printed URL is the way
             pass
 
