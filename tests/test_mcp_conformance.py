@@ -50,9 +50,7 @@ SCENARIOS = [
     "auth/client-credentials-basic",
     "auth/cross-app-access-complete-flow",
 ]
-NOT_PASSED = {
-    "auth/cross-app-access-complete-flow": "SEP-990 token exchange and jwt-bearer are not implemented",
-}
+NOT_PASSED: dict[str, str] = {}  # scenario -> why the client does not pass it (strict xfail)
 ADAPTER = Path(__file__).parent / "mcp" / "conformance_client.py"
 REPO = Path(__file__).resolve().parent.parent
 

@@ -52,10 +52,11 @@ from urllib3.util import Timeout
 from .._log import Logger
 from ..net.connection import OpenFailed, new_session, open_response, release, response_socket
 from ..net.failures import connection_failure
-from ..net.watcher import SocketWatcher, shutdown_socket
+from ..net.watcher import SocketWatcher
 from ._body import events, parse, protocol, read_all
 from ._errors import MCPError
 from ._listen import DEFAULT_RETRY_SECONDS, Listener
+from ._mailbox import Mailbox
 from ._oauth import MAX_AUTHORIZATIONS, Authorizer
 from ._secrets import Secrets
 from ._wire import Deadline, Handler, Interrupted, Message, encode, is_response
@@ -106,10 +107,7 @@ class HTTPTransport:
         self._failure: str | None = None
         self._listener: Listener | None = None
         self.auth: Authorizer | None = None
-        self._mail = threading.Condition()
-        self._mailbox: dict[Any, Message] = {}
-        self._awaited: set[Any] = set()
-        self._reading: dict[Any, Any] = {}  # id -> the socket its answer is read from
+        self._mail = Mailbox()
 
     # --- Transport ------------------------------------------------------------------------------
 
@@ -124,26 +122,21 @@ class HTTPTransport:
         self._check_usable()
         watcher = SocketWatcher(cancel) if cancel is not None else None
         response: BaseHTTPResponse | None = None
-        with self._mail:
-            self._awaited.add(message["id"])
+        self._mail.expect(message["id"])
         try:
             response = self._post(encode(message), cancel, deadline, watcher)
-            self._reading_from(message["id"], response)
+            self._mail.reading_from(message["id"], response_socket(response))
             if watcher is not None:
                 watcher.attach(response_socket(response))
             if message.get("method") == "initialize":
                 self.session_id = response.headers.get("mcp-session-id") or None
             answer = self._answer(message, response, handler, cancel, deadline)
-            with self._mail:
-                intact = message["id"] in self._reading  # not shut by _post_box
+            intact = self._mail.intact(message["id"])  # not shut by the mailbox
             if intact and (watcher is None or watcher.stop()):  # keep the connection
                 release(response)
             return answer
         finally:
-            with self._mail:
-                self._awaited.discard(message["id"])
-                self._mailbox.pop(message["id"], None)
-                self._reading.pop(message["id"], None)
+            self._mail.forget(message["id"])
             if watcher is not None:
                 watcher.stop()
             if response is not None:
@@ -211,7 +204,7 @@ class HTTPTransport:
             if not isinstance(item, dict):
                 continue
             if is_response(item):
-                self._post_box(item)
+                self._mail.post(item)
                 continue
             reply = handler(item)
             if reply is not None:
@@ -372,7 +365,7 @@ class HTTPTransport:
             return self._error_status(response, wanted, media, cancel, deadline)
         if status == 202 or status == 204:
             if self._listener is not None and self._listener.running():
-                return self._await_mail(wanted, cancel, deadline)
+                return self._mail.wait(wanted, cancel, deadline)
             raise self._protocol(f"answered {message.get('method')} with HTTP {status} and no response")
         if media == "application/json":
             body = read_all(self.name, response, cancel, deadline)
@@ -384,15 +377,15 @@ class HTTPTransport:
             stream = _Place()
             try:
                 found = self._from_stream(response, stream, wanted, handler, cancel, deadline)
-                if found is None and stream.last_id is not None and not self._has_mail(wanted):
+                if found is None and stream.last_id is not None and not self._mail.has(wanted):
                     found = self._resume(stream, wanted, handler, cancel, deadline)
             except MCPError:
-                if not self._has_mail(wanted):  # else: its socket was shut, the answer is here
+                if not self._mail.has(wanted):  # else: its socket was shut, the answer is here
                     raise
                 found = None
             listening = self._listener is not None and self._listener.running()
-            if found is None and (listening or self._has_mail(wanted)):
-                found = self._await_mail(wanted, cancel, deadline)
+            if found is None and (listening or self._mail.has(wanted)):
+                found = self._mail.wait(wanted, cancel, deadline)
             if found is not None:
                 return found
             raise MCPError(
@@ -435,11 +428,11 @@ class HTTPTransport:
             before = stream.last_id
             seconds = stream.retry / 1000 if stream.retry is not None else DEFAULT_RETRY_SECONDS
             self._pause(seconds, cancel, deadline)
-            if self._has_mail(wanted):
+            if self._mail.has(wanted):
                 return None
             watcher = SocketWatcher(cancel) if cancel is not None else None
             response = self._get(self.http, stream.last_id, cancel, deadline, watcher)
-            self._reading_from(wanted, response)
+            self._mail.reading_from(wanted, response_socket(response))
             try:
                 if watcher is not None:
                     watcher.attach(response_socket(response))
@@ -471,36 +464,6 @@ class HTTPTransport:
         else:
             time.sleep(wait)
         deadline.left()
-
-    def _reading_from(self, wanted: Any, response: BaseHTTPResponse) -> None:
-        with self._mail:
-            self._reading[wanted] = response_socket(response)
-
-    def _post_box(self, response: Message) -> None:
-        """A response that came on the standalone stream: keep it for its request, and shut the
-        socket that request reads from (it waits on another stream), so it looks here."""
-        with self._mail:
-            wanted = response.get("id")
-            if wanted in self._awaited:
-                self._mailbox[wanted] = response
-                self._mail.notify_all()
-                sock = self._reading.pop(wanted, None)
-                if sock is not None:
-                    shutdown_socket(sock)
-
-    def _has_mail(self, wanted: Any) -> bool:
-        with self._mail:
-            return wanted in self._mailbox
-
-    def _await_mail(self, wanted: Any, cancel: threading.Event | None, deadline: Deadline) -> Message:
-        """Wait for the response to arrive on the standalone stream."""
-        with self._mail:
-            while wanted not in self._mailbox:
-                if cancel is not None and cancel.is_set():
-                    raise Interrupted("cancelled")
-                left = deadline.left()
-                self._mail.wait(0.02 if left is None else min(0.02, left))
-            return self._mailbox.pop(wanted)
 
     def _error_status(
         self,

@@ -57,6 +57,7 @@ MAX_AUTHORIZATIONS = 3
 EXPIRY_MARGIN_SECONDS = 30.0
 HTTP_TIMEOUT = (10.0, 30.0)
 _ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+_JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 logger = Logger("miniagent.mcp")
 
@@ -135,8 +136,8 @@ class Authorizer:
         """Discover, identify the client, get a token by the configured grant, keep it."""
         found = self._discover(asked)
         scope = self._scope(asked, found, step_up)
-        if self.settings.grant == "client_credentials":
-            form = {"grant_type": "client_credentials"}
+        if self.settings.grant != "authorization_code":
+            form = self._grant_form(found)
             if scope:
                 form["scope"] = scope
             tokens = self._token(found, self._identity(found, None), form)
@@ -144,6 +145,20 @@ class Authorizer:
             tokens = self._authorization_code(found, scope)
         self.scope = str(tokens.get("scope") or scope)
         self._keep(tokens, found)
+
+    def _grant_form(self, found: ServerAuth) -> dict[str, str]:
+        """The form of a grant without a person: ``client_credentials``, or ``jwt_bearer`` with
+        an identity assertion for this authorization server and resource."""
+        if self.settings.grant == "client_credentials":
+            return {"grant_type": "client_credentials"}
+        assert self.settings.assertion is not None
+        issuer = str(found.metadata.get("issuer") or "")
+        try:
+            grant = self.settings.assertion(issuer, found.resource)
+        except MCPError as exc:
+            raise self._error(str(exc)) from None
+        self.known.add(grant)
+        return {"grant_type": _JWT_BEARER, "assertion": grant}
 
     def _refresh_once(self) -> bool:
         token = self.tokens.get("access_token")

@@ -18,12 +18,15 @@ Invariants:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from .._redaction import MIN_REDACTED_CHARS, Redactor, redact
-from ..approval import visible
 from ._errors import MCPError
+
+if TYPE_CHECKING:
+    from .._redaction import Redactor
+
+MIN_REDACTED_CHARS = 8  # _redaction.MIN_REDACTED_CHARS (that module is imported when first used)
 
 __all__ = ["Secrets"]
 
@@ -37,6 +40,8 @@ class Secrets:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         """Keep the values of at least ``MIN_REDACTED_CHARS`` characters."""
+        import threading  # here: importing the package starts no thread machinery
+
         self._lock = threading.Lock()
         self._values: set[str] = set()
         self._redactor: Redactor | None = None
@@ -55,6 +60,8 @@ class Secrets:
 
     def hide(self, text: str) -> str:
         """``text`` with every known value replaced by ``***``."""
+        from .._redaction import Redactor
+
         with self._lock:
             if self._redactor is None:
                 self._redactor = Redactor(self._values)
@@ -63,10 +70,14 @@ class Secrets:
 
     def redact(self, text: str) -> str:
         """``hide(text)``, and ``Bearer`` tokens, credential fields and URL queries hidden."""
+        from .._redaction import redact
+
         return redact(self.hide(text))
 
     def clean(self, text: str) -> str:
         """``redact(text)`` with control characters shown as visible escapes (for log lines)."""
+        from ..approval import visible
+
         return visible(self.redact(text))
 
     def error(self, error: MCPError) -> MCPError:

@@ -14,6 +14,10 @@ Usage::
 - ``grant="client_credentials"``: no person; the client authenticates with its secret (HTTP
   Basic or in the body) or a JWT signed with ``private_key`` (``private_key_jwt``, RFC 7523;
   needs the ``jwt`` extra: PyJWT with cryptography).
+- ``grant="jwt_bearer"``: enterprise-managed authorization (SEP-990): ``assertion(issuer,
+  resource)`` gets an identity assertion grant (ID-JAG) from the enterprise's identity provider
+  (``id_jag_exchange`` does the RFC 8693 token exchange), which the authorization server
+  exchanges for an access token (RFC 7523 ``jwt-bearer``); no person, no browser.
 - The client's identity: ``client_id`` (pre-registered, with ``client_secret`` when it has one);
   else ``client_metadata_url`` (a client ID metadata document) where the authorization server
   supports them; else dynamic client registration (RFC 7591), kept with the tokens.
@@ -29,13 +33,17 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["OAuth", "OpenURL", "fetch_redirect"]
+__all__ = ["Assertion", "OAuth", "OpenURL", "fetch_redirect", "id_jag_exchange"]
 
 OpenURL = Callable[[str, str], str]
 """The application's login: ``(authorization_url, redirect_uri) -> the URL the browser was
 redirected to`` (holding ``code`` and ``state``, or ``error``)."""
 
-GRANTS = ("authorization_code", "client_credentials")
+Assertion = Callable[[str, str], str]
+"""An identity assertion source: ``(authorization server issuer, resource) -> an ID-JAG``."""
+
+GRANTS = ("authorization_code", "client_credentials", "jwt_bearer")
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ class OAuth:
     """How to authorize with an HTTP MCP server (see the module docstring).
 
     Args:
-        grant: ``"authorization_code"`` or ``"client_credentials"``.
+        grant: ``"authorization_code"``, ``"client_credentials"`` or ``"jwt_bearer"``.
         client_id: a pre-registered client id, or ``None``.
         client_secret: its secret, or ``None`` (a public client).
         client_metadata_url: an HTTPS URL of this client's metadata document, used as its
@@ -59,12 +67,14 @@ class OAuth:
         private_key: a PEM private key for ``private_key_jwt``.
         signing_algorithm: its JWS algorithm (default ``ES256`` for EC keys, ``RS256`` else).
         open_url: the application's login (``OpenURL``); ``None``: the loopback redirect.
+        assertion: the ID-JAG source of the ``jwt_bearer`` grant (``Assertion``).
         store: where tokens are kept (``True``: the state folder; a folder; ``None``: memory).
         client_name: the ``client_name`` given to registration.
         login_timeout: seconds a person has to log in.
 
     Raises:
-        ValueError: an unknown ``grant`` or method, or ``client_credentials`` without a client id.
+        ValueError: an unknown ``grant`` or method, ``client_credentials`` or ``jwt_bearer``
+            without a client id, ``jwt_bearer`` without an ``assertion``.
     """
 
     grant: str = "authorization_code"
@@ -79,6 +89,7 @@ class OAuth:
     private_key: str | None = None
     signing_algorithm: str | None = None
     open_url: OpenURL | None = None
+    assertion: Assertion | None = None
     store: bool | str | os.PathLike[str] | None = True
     client_name: str = "miniagent"
     login_timeout: float = 300.0
@@ -90,8 +101,10 @@ class OAuth:
         methods = (None, "client_secret_basic", "client_secret_post", "private_key_jwt", "none")
         if self.token_endpoint_auth_method not in methods:
             raise ValueError(f"unknown token_endpoint_auth_method {self.token_endpoint_auth_method!r}")
-        if self.grant == "client_credentials" and not self.client_id:
-            raise ValueError("client_credentials needs a client_id")
+        if self.grant != "authorization_code" and not self.client_id:
+            raise ValueError(f"{self.grant} needs a client_id")
+        if self.grant == "jwt_bearer" and self.assertion is None:
+            raise ValueError("jwt_bearer needs an assertion (e.g. id_jag_exchange(...))")
 
     def __repr__(self) -> str:
         """The settings without the secret and the key."""
@@ -122,3 +135,46 @@ def fetch_redirect(authorization_url: str, redirect_uri: str) -> str:
             f"the authorization endpoint answered HTTP {answer.status_code}, not a redirect", kind="auth"
         )
     return str(location)
+
+
+def id_jag_exchange(token_endpoint: str, id_token: str, client_id: str) -> Assertion:
+    """An ``Assertion`` that exchanges the user's ID token at the identity provider's
+    ``token_endpoint`` for an identity assertion grant (RFC 8693 token exchange, SEP-990).
+
+    Args:
+        token_endpoint: the identity provider's token endpoint.
+        id_token: the user's ID token from that provider (a secret: never shown).
+        client_id: this client's id at the identity provider.
+
+    Returns:
+        ``assertion(issuer, resource)``, which raises ``MCPError`` (kind ``auth``) when the
+        identity provider refuses.
+    """
+
+    def assertion(issuer: str, resource: str) -> str:
+        from ..net.connection import new_session
+        from ._errors import MCPError
+
+        form = {
+            "grant_type": _TOKEN_EXCHANGE,
+            "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "subject_token": id_token,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "audience": issuer,
+            "resource": resource,
+            "client_id": client_id,
+        }
+        with new_session() as http:
+            answer = http.post(token_endpoint, data=form, timeout=(10, 30), allow_redirects=False)
+            try:
+                grant = answer.json().get("access_token")
+            except (ValueError, AttributeError, RecursionError):
+                grant = None
+            answer.close()
+        if answer.status_code != 200 or not isinstance(grant, str):
+            raise MCPError(
+                f"the identity provider refused the token exchange (HTTP {answer.status_code})", kind="auth"
+            )
+        return grant
+
+    return assertion

@@ -39,6 +39,19 @@ def auth_for(scenario: str, context: dict[str, Any]) -> Any:
         return None
     from miniagent.mcp.auth import OAuth, fetch_redirect
 
+    if scenario == "auth/cross-app-access-complete-flow":
+        from miniagent.mcp.auth import id_jag_exchange
+
+        exchange = id_jag_exchange(
+            context["idp_token_endpoint"], context["idp_id_token"], context["idp_client_id"]
+        )
+        return OAuth(
+            grant="jwt_bearer",
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            assertion=exchange,
+            store=None,
+        )
     if scenario in ("auth/client-credentials-jwt", "auth/client-credentials-basic"):
         return OAuth(
             grant="client_credentials",
