@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._log import Logger
@@ -98,6 +97,8 @@ class ClientSide:
     # --- the requests ---------------------------------------------------------------------------
 
     def _roots(self) -> list[dict[str, str]]:
+        from pathlib import Path  # here: importing the package does not load pathlib
+
         folders = self.roots if self.roots is not None else [os.getcwd()]
         roots = []
         for folder in folders:

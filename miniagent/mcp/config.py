@@ -32,12 +32,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import MCPError
-from .auth import OAuth
 from .remote import HTTPMCPServer
 from .servers import MCPServerBase, StdioMCPServer
+
+if TYPE_CHECKING:
+    from .auth import OAuth
 
 __all__ = ["load_mcp_config"]
 
@@ -137,6 +139,8 @@ _OAUTH_FIELDS = {
 
 def _oauth(value: Any, folder: str) -> OAuth | None:
     """The ``oauth`` object of an HTTP server as ``OAuth`` settings (fields: module docstring)."""
+    from .auth import OAuth  # here: a file of stdio servers only never builds the dataclass
+
     if value is False:
         return None
     if value is None:
