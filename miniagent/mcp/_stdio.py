@@ -134,6 +134,7 @@ class StdioTransport:
         self._queue(message)
         wanted = message["id"]
         try:
+            self._write_some()  # most messages fit the pipe at once: no wait before the read
             while True:
                 value = self._next_value()
                 if value is None:
