@@ -95,3 +95,16 @@ def test_a_key_the_server_prints_reaches_no_output_no_log_and_no_json(tmp_path: 
     assert "my key is ***" in log_file.read_text()
     assert "\x1b]0;pwned" not in result.stderr  # the server's escape is shown, not executed
     assert "\\x1b]0;pwned" in result.stderr  # -v shows the stderr line
+
+
+def test_the_workspace_is_the_one_root_the_servers_are_offered(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    config = _config(tmp_path, {"asker": {"command": sys.executable, "args": [HOSTILE_SERVER]}})
+    with FakeOpenAI([tool_turn("ask", {}, "call_1"), text_turn("Done.")]) as server:
+        args = ["run", "--mcp-config", str(config), "--approve", "all", *model_args(server, workspace), "ask"]
+        result = run_cli(args, tmp_path, timeout=80)
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(server.requests[1]["messages"][-1]["content"])
+    assert answers["roots"]["result"]["roots"] == [{"uri": workspace.resolve().as_uri(), "name": "work"}]
+    assert answers["elicitation"]["result"] == {"action": "decline"}

@@ -271,7 +271,7 @@ class Runner:
         from ..mcp import load_mcp_config, mcp_tools
 
         for path in self.options.mcp_config:
-            for name, server in load_mcp_config(path).items():
+            for name, server in load_mcp_config(path, roots=[self.options.folder]).items():
                 server.max_result_chars = tool_output_chars(self.options.context_max_chars)
                 self.mcp_servers.append(server)
                 self.display.progress(f"starting MCP server {name}")

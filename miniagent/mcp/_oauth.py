@@ -202,6 +202,16 @@ class Authorizer:
         if not metadata.get("_legacy") and (not isinstance(methods, list) or "S256" not in methods):
             raise self._error("the authorization server does not offer PKCE with S256; refusing to log in")
         login, redirect_uri = self._login()
+        try:
+            return self._log_in(found, scope, login, redirect_uri)
+        finally:
+            close = getattr(login, "close", None)
+            if callable(close):  # the loopback receiver stops listening, also after an error
+                close()
+
+    def _log_in(self, found: ServerAuth, scope: str, login: OpenURL, redirect_uri: str) -> dict[str, Any]:
+        """Send the person to the authorization endpoint, check what comes back, exchange the code."""
+        metadata = found.metadata
         client = self._identity(found, redirect_uri)
         verifier = secrets.token_urlsafe(48)
         state = secrets.token_urlsafe(24)

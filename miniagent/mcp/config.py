@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import MCPError
@@ -50,11 +51,15 @@ class _Problem(Exception):
     """Internal: one problem in the file, said in a sentence."""
 
 
-def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
+def load_mcp_config(
+    path: str | os.PathLike[str], *, roots: Sequence[str | os.PathLike[str]] | None = None
+) -> dict[str, MCPServerBase]:
     """Read an ``{"mcpServers": {...}}`` file (format: module docstring).
 
     Args:
         path: the JSON file.
+        roots: the folders every server is offered as roots (``roots/list``), e.g. the
+            workspace; ``None``: the working folder.
 
     Returns:
         ``{name: server}`` in the file's order; the servers are not started.
@@ -79,7 +84,7 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     servers: dict[str, MCPServerBase] = {}
     for name, entry in entries.items():
         try:
-            server = _server(name, entry, folder)
+            server = _server(name, entry, folder, roots)
         except _Problem as problem:
             raise MCPError(f"{where}: server {name!r}: {problem}", server=name, kind="config") from None
         if server is not None:
@@ -87,7 +92,9 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     return servers
 
 
-def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
+def _server(
+    name: str, entry: Any, folder: str, roots: Sequence[str | os.PathLike[str]] | None
+) -> MCPServerBase | None:
     if not isinstance(entry, dict):
         raise _Problem("expected an object")
     if entry.get("disabled") is True:
@@ -102,7 +109,8 @@ def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
         url = _expand(_string(entry, "url"), "url")
         headers = {k: _expand(v, f"headers.{k}") for k, v in _strings(entry, "headers").items()}
         try:
-            return HTTPMCPServer(url, headers, name=name, auth=_oauth(entry.get("oauth"), folder))
+            auth = _oauth(entry.get("oauth"), folder)
+            return HTTPMCPServer(url, headers, name=name, auth=auth, roots=roots)
         except ValueError as exc:
             raise _Problem(str(exc)) from None
     if kind not in (None, "stdio"):
@@ -122,6 +130,7 @@ def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
         env,
         folder_of_server,
         name=name,
+        roots=roots,
     )
 
 
