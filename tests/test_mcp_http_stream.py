@@ -114,3 +114,15 @@ def test_a_server_without_a_standalone_stream_is_asked_once() -> None:
         server.ping()
         server.ping()
     assert fake.methods().count("GET") == 1
+
+
+def test_a_standalone_stream_that_keeps_ending_without_a_message_is_given_up() -> None:
+    def short(exchange: Exchange, message: dict[str, Any]) -> None:
+        exchange.start_events()
+        exchange.event(raw="retry: 250\ndata: \n", event_id="p-1")  # a priming event, then the end
+
+    with FakeMCP({"GET": short}) as fake, HTTPMCPServer(fake.endpoint, name="web") as server:
+        listener = server._session.transport._listener  # type: ignore[union-attr]
+        _until(lambda: not listener._thread.is_alive())
+        assert fake.methods().count("GET") == 5  # MAX_FAILURES, then no more
+        server.ping()

@@ -13,7 +13,8 @@ Invariants:
   handled, a response passed to the request that waits for it.
 - A stream that ends is opened again after the server's ``retry`` (or
   ``DEFAULT_RETRY_SECONDS``, never less than ``MIN_RETRY_SECONDS``) with ``Last-Event-ID``;
-  after ``MAX_FAILURES`` attempts in a row that fail to connect the thread gives up.
+  after ``MAX_FAILURES`` attempts in a row that fail to connect or end without a message the
+  thread gives up.
 - ``stop()`` sets the stop event, whose socket watcher shuts the stream's socket down, and
   waits for the thread (at most ``STOP_SECONDS``). Nothing here raises into the caller.
 """
@@ -138,9 +139,10 @@ class Listener:
             if stream is None:
                 return
             self._offered.set()
-            failures = 0
+            failures += 1  # until the stream carries a message: one that ends without counts
             try:
                 for event in self.source.events(stream.response, self._stop):
+                    failures = 0 if event.data.strip() else failures
                     last_id = event.id if event.id is not None else last_id
                     if event.retry is not None:
                         retry = max(event.retry / 1000, MIN_RETRY_SECONDS)
@@ -150,5 +152,5 @@ class Listener:
                 logger.debug("[%s] the standalone stream broke: %s", self.name, exc)
             finally:
                 stream.close()
-            if self._stop.wait(retry):
+            if failures >= MAX_FAILURES or self._stop.wait(retry):
                 return
