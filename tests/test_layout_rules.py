@@ -88,7 +88,7 @@ def test_no_import_cycle_between_files() -> None:
 
     def visit(module: str) -> None:
         if module in path:
-            cycle = path[path.index(module) :] + [module]
+            cycle = [*path[path.index(module) :], module]
             pytest.fail("import cycle: " + " -> ".join(cycle))
         if module in done:
             return
