@@ -133,3 +133,18 @@ def test_server_requests_whose_replies_are_never_answered_end_at_the_timeout() -
         finally:
             hold.set()
     assert caught.value.kind == "timeout"
+
+
+def test_a_listing_on_a_session_the_server_ended_is_sent_again_on_a_new_session() -> None:
+    ended: list[int] = []
+
+    def gone_once(exchange: Exchange, message: dict[str, Any]) -> None:
+        if not ended:
+            ended.append(message["id"])
+            exchange.body(b"", 404, "text/plain")
+            return
+        exchange.result(message, {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+
+    with FakeMCP({"tools/list": gone_once}) as fake, HTTPMCPServer(fake.endpoint, name="web") as server:
+        assert [tool.name for tool in server.tools()] == ["echo"]
+    assert fake.methods().count("initialize") == 2

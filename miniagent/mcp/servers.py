@@ -27,9 +27,9 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._log import Logger
 from ..tools import Tool, ToolResult
@@ -46,6 +46,8 @@ if TYPE_CHECKING:  # imported when a server is created: import miniagent.mcp sta
     from ..model import ModelClient
 
 __all__ = ["MCPServerBase", "StdioMCPServer", "mcp_tools"]
+
+_T = TypeVar("_T")
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
@@ -209,15 +211,14 @@ class MCPServerBase:
         Raises:
             MCPError: the server could not be started or listed its tools wrongly.
         """
-        with self._lock:
-            try:
-                session = self._connect()
-                session.poll()
-                if self._definitions is None or session.tools_changed:
-                    self._definitions = session.list_tools(self.timeout)
-            except MCPError as error:
-                raise self.secrets.error(error) from None
+
+        def listing(session: Session) -> list[dict[str, Any]]:
+            session.poll()
+            if self._definitions is None or session.tools_changed:
+                self._definitions = session.list_tools(self.timeout)
             return list(self._definitions)
+
+        return self._on_session(listing)
 
     def tools(self, reserved: Iterable[str] = ()) -> list[Tool]:
         """The server's tools as ``Tool``s for ``run_agent``.
@@ -302,14 +303,20 @@ class MCPServerBase:
         timeout: float,
         progress: Progress | bool = False,
     ) -> dict[str, Any]:
-        """One request on a started session; sent once more on a new session when the server
-        had ended the old one. ``MCPError`` texts are redacted."""
+        """One request on a started session (``_on_session``)."""
+        return self._on_session(
+            lambda session: session.request(method, params, cancel, timeout, progress=progress)
+        )
+
+    def _on_session(self, work: Callable[[Session], _T]) -> _T:
+        """``work`` on a started session; done once more on a new session when the server had
+        ended the old one (HTTP 404). ``MCPError`` texts are redacted."""
         with self._lock:
             try:
                 for attempt in (1, 2):
                     session = self._connect()
                     try:
-                        return session.request(method, params, cancel, timeout, progress=progress)
+                        return work(session)
                     except MCPError:
                         if attempt == 2 or not getattr(session.transport, "expired", False):
                             raise
