@@ -9,7 +9,9 @@ Invariants:
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
   ``STDERR_LOG_BYTES`` per process, lines cut at ``STDERR_LINE_CHARS``) and keeps the last lines
-  for error messages, so a chatty server never blocks on a full stderr pipe.
+  for error messages, so a chatty server never blocks on a full stderr pipe. Every line is
+  ``clean``-ed first (secret values hidden, terminal escapes made visible), in the log and in
+  the tail alike.
 - Stopping follows the MCP stdio transport's shutdown (spec 2025-11-25, "Lifecycle /
   Shutdown"): close stdin, wait ``exit_grace`` seconds for the server to exit, then
   ``process.children.stop_child``: SIGTERM to the group, SIGKILL after ``kill_grace`` seconds;
@@ -22,7 +24,7 @@ import collections
 import contextlib
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .._log import Logger
 from ..process.children import KILL_GRACE_SECONDS, start_child, stop_child
@@ -53,15 +55,24 @@ class ServerProcess:
         argv: the command and its arguments.
         env: the whole environment of the child.
         cwd: its working folder, or ``None`` for the caller's.
+        clean: applied to every stderr line before it is logged or kept.
 
     Raises:
         OSError: the command could not be started (``FileNotFoundError`` when it does not exist,
             ``PermissionError`` when it is not executable).
     """
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        clean: Callable[[str], str] = str,
+    ) -> None:
         """Start the process (see the class docstring)."""
         self.name = name
+        self.clean = clean
         self.popen = start_child(
             argv, cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -80,7 +91,7 @@ class ServerProcess:
         logged = 0
         with contextlib.suppress(OSError, ValueError):
             for raw in iter(lambda: stream.readline(64 * 1024), b""):
-                line = raw.decode("utf-8", "replace").rstrip()
+                line = self.clean(raw.decode("utf-8", "replace").rstrip())
                 if len(line) > STDERR_LINE_CHARS:
                     line = line[:STDERR_LINE_CHARS] + "…"
                 self._tail.append(line)
