@@ -129,7 +129,7 @@ def mcp_tools(
 
     started = len(servers)
     for path in options.mcp_config:
-        for name, server in load_mcp_config(path).items():
+        for name, server in load_mcp_config(path, roots=[options.folder]).items():
             server.max_result_chars = tool_output_chars(options.context_max_chars)
             servers.append(server)
             display.progress(f"starting MCP server {name}")

@@ -22,7 +22,8 @@ class MCPError(MiniagentError):
             (an answer that breaks JSON-RPC 2.0 / MCP, an unsupported protocol version, an HTTP
             error status), ``"cancelled"`` (the caller's cancel event was set while the request
             waited; the server was sent ``notifications/cancelled``), ``"config"`` (a bad
-            ``load_mcp_config`` file) and ``"error"`` (a JSON-RPC error response; ``code`` holds
+            ``load_mcp_config`` file), ``"auth"`` (OAuth discovery, registration, login or a
+            token request failed) and ``"error"`` (a JSON-RPC error response; ``code`` holds
             its code).
         code: the JSON-RPC error code for ``kind == "error"`` (e.g. ``-32602``), else ``None``.
     """

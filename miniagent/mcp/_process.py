@@ -12,7 +12,9 @@ Invariants:
 - stdin and stdout are pipes owned by the caller's thread (``_stdio``); stderr is read by one
   daemon thread per server that logs each line to the ``miniagent.mcp`` logger (at most
   ``STDERR_LOG_BYTES`` per process, lines cut at ``STDERR_LINE_CHARS``) and keeps the last lines
-  for error messages, so a chatty server never blocks on a full stderr pipe.
+  for error messages, so a chatty server never blocks on a full stderr pipe. Every line is
+  ``clean``-ed first (secret values hidden, terminal escapes made visible), in the log and in
+  the tail alike.
 - Stopping follows the MCP stdio transport's shutdown (spec 2025-11-25, "Lifecycle /
   Shutdown"): close stdin, wait ``exit_grace`` seconds for the server to exit, then
   ``process.children.stop_child``: SIGTERM to the group, SIGKILL after ``kill_grace`` seconds;
@@ -25,7 +27,7 @@ import collections
 import contextlib
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .._log import Logger
@@ -61,6 +63,7 @@ class ServerProcess:
         env: the whole environment of the child.
         cwd: its working folder, or ``None`` for the caller's.
         sandbox: confine the server (``process.sandbox``); ``None`` runs it unconfined.
+        clean: applied to every stderr line before it is logged or kept.
 
     Raises:
         OSError: the command could not be started (``FileNotFoundError`` when it does not exist,
@@ -75,9 +78,11 @@ class ServerProcess:
         env: Mapping[str, str],
         cwd: str | None,
         sandbox: Sandbox | None = None,
+        clean: Callable[[str], str] = str,
     ) -> None:
         """Start the process (see the class docstring)."""
         self.name = name
+        self.clean = clean
         self._cleanup = contextlib.ExitStack()
         environ, confine = dict(env), None
         pass_fds: tuple[int, ...] = ()
@@ -114,7 +119,7 @@ class ServerProcess:
         logged = 0
         with contextlib.suppress(OSError, ValueError):
             for raw in iter(lambda: stream.readline(64 * 1024), b""):
-                line = raw.decode("utf-8", "replace").rstrip()
+                line = self.clean(raw.decode("utf-8", "replace").rstrip())
                 if len(line) > STDERR_LINE_CHARS:
                     line = line[:STDERR_LINE_CHARS] + "…"
                 self._tail.append(line)

@@ -10,24 +10,31 @@ MCP spec 2025-11-25 ("Lifecycle", "Tools", "Utilities"):
 - A request that stops waiting (the caller's cancel event, or its timeout) is followed by
   ``notifications/cancelled`` with its id; ``initialize`` is never cancelled (the spec forbids
   it), only bounded by its timeout.
-- The server's requests are answered: ``ping`` with an empty result, anything else with error
-  -32601 (this client offers no sampling, roots or elicitation). Its notifications:
+- The server's requests are answered at once by ``_requests.ClientSide`` (ping, roots,
+  elicitation, sampling; anything else error -32601). Its notifications:
   ``notifications/tools/list_changed`` marks the tool list stale (``tools_changed``);
-  ``notifications/message`` goes to the ``miniagent.mcp`` logger; the rest are ignored.
+  ``notifications/message`` goes to the ``miniagent.mcp`` logger (``clean``-ed: secrets hidden,
+  escapes visible, at most ``LOG_CHARS`` characters); ``notifications/progress`` for a request
+  that asked for progress (``progressToken``) starts its timeout again and reaches its
+  callback; the rest are ignored.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
+import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._log import DEBUG, INFO, WARNING, Logger
 from ._errors import MCPError
-from ._wire import Interrupted, Message, Transport
+from ._requests import ClientSide
+from ._wire import Deadline, Interrupted, Message, Transport
 
 if TYPE_CHECKING:
     import threading
+
+Progress = Callable[[dict[str, Any]], None]
 
 __all__ = ["Session", "PROTOCOL_VERSION", "SUPPORTED_VERSIONS", "CLIENT_INFO"]
 
@@ -35,6 +42,7 @@ PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CLIENT_INFO = {"name": "miniagent", "version": "0.1.0"}
 _MAX_PAGES = 1000
+LOG_CHARS = 2000
 _ERROR, _CRITICAL = 40, 50  # logging.ERROR, logging.CRITICAL
 _LOG_LEVELS = {  # MCP (syslog) levels to logging's
     "debug": DEBUG,
@@ -56,6 +64,8 @@ class Session:
     Args:
         transport: the connection (``_stdio.StdioTransport`` or ``_http.HTTPTransport``).
         server: the server's name, for errors and log lines.
+        client: what the client offers and how it answers the server's requests.
+        clean: makes a server's text safe for a log line (``_secrets.Secrets.clean``).
 
     Attributes:
         server_info: the server's ``serverInfo`` (``{"name", "version", ...}``) after
@@ -66,11 +76,20 @@ class Session:
         tools_changed: set when the server sent ``notifications/tools/list_changed``.
     """
 
-    def __init__(self, transport: Transport, server: str) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        server: str,
+        client: ClientSide | None = None,
+        clean: Callable[[str], str] = str,
+    ) -> None:
         """Wrap ``transport``; nothing is sent until ``initialize``."""
         self.transport = transport
         self.server = server
+        self.client = client or ClientSide(server)
+        self.clean = clean
         self._ids = itertools.count(1)
+        self._progress: dict[int, tuple[Deadline, Progress | None]] = {}
         self.server_info: dict[str, Any] = {}
         self.protocol_version = ""
         self.instructions = ""
@@ -86,7 +105,11 @@ class Session:
             MCPError: no answer within ``timeout`` seconds (kind ``timeout``), an error answer, a
                 version this client does not speak (kind ``protocol``), or the server exited.
         """
-        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": self.client.capabilities(),
+            "clientInfo": CLIENT_INFO,
+        }
         result = self.request("initialize", params, None, timeout, cancellable=False)
         version = result.get("protocolVersion")
         if version not in SUPPORTED_VERSIONS:
@@ -105,6 +128,7 @@ class Session:
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else ""
         self.notify("notifications/initialized")
+        self.transport.listen(self.on_message)
 
     def close(self) -> None:
         """End the session (the transport stops the process or the HTTP session)."""
@@ -120,6 +144,7 @@ class Session:
         timeout: float | None,
         *,
         cancellable: bool = True,
+        progress: Progress | bool = False,
     ) -> dict[str, Any]:
         """Send one request and return its ``result`` object.
 
@@ -128,6 +153,9 @@ class Session:
             params: the request's params, or ``None`` for none.
             cancel: when set while waiting, the server is sent ``notifications/cancelled``.
             timeout: seconds to wait for the answer, or ``None`` for no limit.
+            progress: ask for progress (``_meta.progressToken``): each progress notification
+                starts ``timeout`` again and, when this is a function, is passed to it (its
+                ``params``: ``progress``, ``total``, ``message``).
 
         Raises:
             MCPError: kind ``cancelled`` or ``timeout`` (the server was told), ``error`` (a
@@ -136,13 +164,20 @@ class Session:
         """
         request_id = next(self._ids)
         message: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if progress is not False:
+            meta = dict(params.get("_meta") or {}) if params else {}
+            params = {**(params or {}), "_meta": {**meta, "progressToken": request_id}}
         if params is not None:
             message["params"] = params
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = Deadline(timeout)
+        if progress is not False:
+            self._progress[request_id] = (deadline, progress if callable(progress) else None)
         try:
-            response = self.transport.request(message, self._on_message, cancel, deadline)
+            response = self.transport.request(message, self.on_message, cancel, deadline)
         except Interrupted as stop:
             raise self._interrupted(method, request_id, stop.reason, timeout, cancellable) from None
+        finally:
+            self._progress.pop(request_id, None)
         error = response.get("error")
         if error is not None:
             raise self._error_answer(method, error)
@@ -161,6 +196,10 @@ class Session:
         if params is not None:
             message["params"] = params
         self.transport.notify(message)
+
+    def poll(self) -> None:
+        """Handle what the server sent while no request waited (``Transport.poll``)."""
+        self.transport.poll(self.on_message)
 
     def list_tools(self, timeout: float | None) -> list[dict[str, Any]]:
         """Every tool definition of the server, following ``nextCursor`` page by page.
@@ -226,25 +265,44 @@ class Session:
             code=code,
         )
 
-    def _on_message(self, message: Message) -> Message | None:
-        """Handle a message from the server that is not the awaited response."""
+    def on_message(self, message: Message) -> Message | None:
+        """Handle a message from the server that is not an awaited response; return the reply
+        to a request of the server (``_requests.ClientSide.answer``)."""
         method = message.get("method")
         if not isinstance(method, str):
             logger.debug("[%s] ignored a message without a method", self.server)
             return None
         if "id" in message:
-            if method == "ping":
-                return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
-            return {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "error": {"code": -32601, "message": f"Method not found: {method}"},
-            }
+            return self.client.answer(message)
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
         if method == "notifications/tools/list_changed":
             self.tools_changed = True
         elif method == "notifications/message":
-            params = message.get("params")
-            if isinstance(params, dict):
-                level = _LOG_LEVELS.get(str(params.get("level")), INFO)
-                logger.log(level, "[%s] %s", self.server, params.get("data"))
+            level = _LOG_LEVELS.get(str(params.get("level")), INFO)
+            if logger.enabled(level):
+                logger.log(level, "[%s] %s", self.server, self._log_text(params.get("data")))
+        elif method == "notifications/progress":
+            self._on_progress(params)
         return None
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        token = params.get("progressToken")
+        waiting = self._progress.get(token) if isinstance(token, int) else None
+        if waiting is None:
+            return
+        deadline, callback = waiting
+        deadline.reset()
+        if callback is not None:
+            callback(params)
+
+    def _log_text(self, data: Any) -> str:
+        if isinstance(data, str):
+            text = data
+        else:
+            try:
+                text = json.dumps(data, ensure_ascii=False)
+            except (ValueError, TypeError, RecursionError):
+                text = "(a log message that is not JSON)"
+        text = self.clean(text)  # before the cut, so no part of a secret is left
+        return text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + "…"

@@ -12,10 +12,16 @@ images, audio, embedded resources and resource links are described in one bracke
 given as JSON when the result has no text block (the spec asks servers to repeat it as text, so
 a text block is taken as its rendering; the SDK's ``{"result": ...}`` wrapping would otherwise
 say everything twice); ``isError`` becomes ``is_error``. An empty result reads ``(no content)``.
+Base64 never reaches the model: inside ``structuredContent`` an image or audio block, a
+resource's ``blob`` and any long run of base64 (``BASE64_CHARS`` or more) are described the
+same bracketed way.
+
+Naming is linear in the number of tools (a ``tools/list`` may hold tens of thousands).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 from collections.abc import Iterable
@@ -24,7 +30,9 @@ from typing import Any
 __all__ = ["safe_name", "exposed_names", "result_text", "input_schema", "is_read_only"]
 
 MAX_NAME_CHARS = 64
+BASE64_CHARS = 256
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 
 
 def safe_name(name: str) -> str:
@@ -53,9 +61,10 @@ def exposed_names(server: str, names: Iterable[str], reserved: Iterable[str]) ->
     taken = set(reserved)
     originals = list(names)
     plain = [safe_name(n) for n in originals]
+    counts = collections.Counter(plain)
     exposed: list[str] = []
     for original, candidate in zip(originals, plain, strict=True):
-        if candidate in taken or plain.count(candidate) > 1:
+        if candidate in taken or counts[candidate] > 1:
             candidate = safe_name(f"{server}__{original}")
             base, number = candidate, 2
             while candidate in taken:
@@ -114,6 +123,23 @@ def _describe(block: dict[str, Any]) -> str:
     return f"[{kind} content]"
 
 
+def _without_base64(value: Any, depth: int = 0) -> Any:
+    """``value`` (``structuredContent``) with media and base64 described (module docstring)."""
+    if depth > 200:
+        raise RecursionError("structured content nested too deeply")
+    if isinstance(value, dict):
+        if value.get("type") in ("image", "audio") and "data" in value:
+            return _describe(value)
+        if isinstance(value.get("blob"), str):
+            return f"[{value.get('mimeType', 'binary data')}, {_size(value['blob'])}]"
+        return {key: _without_base64(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_base64(item, depth + 1) for item in value]
+    if isinstance(value, str) and len(value) >= BASE64_CHARS and _BASE64.fullmatch(value):
+        return f"[base64 data, {_size(value)}]"
+    return value
+
+
 def result_text(result: dict[str, Any]) -> tuple[str, bool]:
     """A ``tools/call`` result as (text, is_error) (rules: module docstring)."""
     content = result.get("content")
@@ -121,6 +147,9 @@ def result_text(result: dict[str, Any]) -> tuple[str, bool]:
     parts = [_describe(b) for b in blocks]
     structured = result.get("structuredContent")
     if structured is not None and not any(b.get("type") == "text" for b in blocks):
-        parts.append(json.dumps(structured, ensure_ascii=False))
+        try:
+            parts.append(json.dumps(_without_base64(structured), ensure_ascii=False))
+        except (ValueError, TypeError, RecursionError):
+            parts.append("[structured content nested too deeply to show]")
     text = "\n".join(parts)
     return (text if text else "(no content)"), result.get("isError") is True

@@ -14,11 +14,17 @@
   message that arrives meanwhile goes to the handler, whose reply (for a server's request) is
   sent back. It raises ``Interrupted`` when the caller's cancel event was set or the deadline
   passed, and ``MCPError`` (kinds ``closed``/``protocol``) when the connection failed.
+- ``outline(text)`` tells what a message too deep to decode is (its ``id``, whether it holds a
+  ``result``) without decoding what is nested: linear time, no recursion.
+- A ``Deadline`` is read again at every wait, so a progress notification that resets it
+  (``Deadline.reset``) extends the wait of the request it belongs to.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "Deadline",
     "Message",
     "Handler",
     "Transport",
@@ -36,6 +43,7 @@ __all__ = [
     "check_message_limit",
     "encode",
     "is_response",
+    "outline",
     "too_large",
 ]
 
@@ -45,6 +53,10 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 Message = dict[str, Any]
 Handler = Callable[[Message], "Message | None"]
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NESTING = re.compile(r'["\[\]{}]')
+_scalar = json.JSONDecoder().raw_decode
+
 
 class Interrupted(Exception):
     """Internal: a request stopped waiting; ``reason`` is ``"cancelled"`` or ``"timeout"``."""
@@ -52,6 +64,44 @@ class Interrupted(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class Deadline:
+    """When a request stops waiting: ``seconds`` from its start, or never (``seconds is None``).
+
+    Attributes:
+        seconds: the timeout in seconds, or ``None``.
+        at: the ``time.monotonic()`` value it ends at, or ``None``.
+    """
+
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        """Start the clock now."""
+        self.seconds = seconds
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def reset(self) -> None:
+        """Start the clock again (``seconds`` from now): the server reported progress."""
+        if self.seconds is not None:
+            self.at = time.monotonic() + self.seconds
+
+    def left(self) -> float | None:
+        """Seconds left (``None``: no limit).
+
+        Raises:
+            Interrupted: ``"timeout"`` when none are left.
+        """
+        if self.at is None:
+            return None
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise Interrupted("timeout")
+        return left
+
+    def passed(self, slack: float = 0.0) -> bool:
+        """Whether the deadline passed (within ``slack`` seconds)."""
+        return self.at is not None and time.monotonic() >= self.at - slack
 
 
 def check_message_limit(limit: int) -> int:
@@ -86,6 +136,75 @@ def encode(message: Message) -> bytes:
     return text.encode("utf-8", "replace")
 
 
+def outline(text: str) -> Message | None:
+    """The members of the JSON object ``text``, each array or object value replaced by ``None``
+    unread (scalars decoded), so a message nested too deeply to decode can still be told by its
+    ``id`` and keys; ``None`` when ``text`` is not one JSON object. Linear time, no recursion."""
+    try:
+        return _outline(text)
+    except (ValueError, IndexError):  # cut off or not JSON
+        return None
+
+
+def _outline(text: str) -> Message | None:
+    members: Message = {}
+    at = _skip(text, 0)
+    if text[at] != "{":
+        return None
+    at = _skip(text, at + 1)
+    if text[at] == "}":
+        return _whole(text, at, members)
+    while True:
+        if text[at] != '"':
+            return None
+        key, at = _scalar(text, at)
+        at = _skip(text, at)
+        if text[at] != ":":
+            return None
+        at = _skip(text, at + 1)
+        if text[at] in "[{":
+            members[key], at = None, _past_nested(text, at)
+        else:
+            members[key], at = _scalar(text, at)
+        at = _skip(text, at)
+        if text[at] == "}":
+            return _whole(text, at, members)
+        if text[at] != ",":
+            return None
+        at = _skip(text, at + 1)
+
+
+def _whole(text: str, end: int, members: Message) -> Message | None:
+    """``members`` when nothing but whitespace follows the object's end at ``end``."""
+    return members if _skip(text, end + 1) == len(text) else None
+
+
+def _skip(text: str, at: int) -> int:
+    """``at`` moved past JSON whitespace."""
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
+
+
+def _past_nested(text: str, at: int) -> int:
+    """Where the array or object that starts at ``at`` ends (strings skipped whole)."""
+    depth = 0
+    while True:
+        found = _NESTING.search(text, at)
+        if found is None:
+            raise ValueError("an array or object that does not end")
+        char = found.group()
+        if char == '"':
+            at = _scalar(text, found.start())[1]  # the string, escapes and all
+            continue
+        at = found.end()
+        if char in "[{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return at
+
+
 def is_response(message: Message) -> bool:
     """Whether ``message`` is a response (an ``id`` and a ``result`` or ``error``, no method)."""
     return "method" not in message and ("result" in message or "error" in message)
@@ -99,7 +218,7 @@ class Transport(Protocol):
         message: Message,
         handler: Handler,
         cancel: threading.Event | None,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> Message:
         """Send ``message`` (a request) and return the response with its ``id``.
 
@@ -108,8 +227,7 @@ class Transport(Protocol):
             handler: called with every other message from the server; a returned message is sent
                 back (the answer to a server's request).
             cancel: stop waiting when set (``Interrupted("cancelled")``).
-            deadline: ``time.monotonic()`` value after which ``Interrupted("timeout")`` is
-                raised, or ``None``.
+            deadline: when ``Interrupted("timeout")`` is raised (read again at every wait).
 
         Raises:
             Interrupted: cancelled or timed out (the request may still be running).
@@ -119,6 +237,15 @@ class Transport(Protocol):
 
     def notify(self, message: Message) -> None:
         """Send a notification; failures are logged, never raised."""
+        ...
+
+    def poll(self, handler: Handler) -> None:
+        """Handle what the server sent while no request waited (without waiting for more)."""
+        ...
+
+    def listen(self, handler: Handler) -> None:
+        """The session is initialized: start listening for the server's own messages where
+        the transport has a channel for them (HTTP's standalone GET stream)."""
         ...
 
     def set_protocol_version(self, version: str) -> None:

@@ -20,6 +20,14 @@ Format (``.mcp.json`` of Claude Code, ``claude_desktop_config.json`` of Claude D
   (``miniagent.process.sandbox``: writes only in its ``cwd`` and a private temporary folder, no
   network, secret folders unreadable); ``"none"`` (the default) runs it unconfined. Starting a
   sandboxed server where the kernel cannot confine it raises ``SandboxUnavailable``.
+- ``oauth`` of an HTTP server (the object Claude Code reads, plus fields for what it keeps
+  elsewhere): ``clientId``, ``callbackPort``, ``authServerMetadataUrl``, ``scopes`` (Claude
+  Code's); ``clientSecret``, ``clientMetadataUrl``, ``grantType`` (``"authorization_code"`` or
+  ``"client_credentials"``), ``tokenEndpointAuthMethod``, ``privateKeyFile`` (a PEM file for
+  ``private_key_jwt``, relative to the file's folder), ``signingAlgorithm`` and
+  ``tokenStore`` (a folder, or ``false`` to keep tokens in memory only). Strings are expanded
+  as above. ``"oauth": false`` turns OAuth off; without ``oauth`` a server that asks for
+  authorization gets the interactive login with dynamic registration.
 - ``"disabled": true`` leaves a server out; other keys (``autoApprove``...) are ignored.
 """
 
@@ -27,12 +35,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._json import loads
 from .._regular import open_regular
 from ._errors import MCPError
-from .servers import HTTPMCPServer, MCPServerBase, StdioMCPServer
+from .remote import HTTPMCPServer
+from .servers import MCPServerBase, StdioMCPServer
+
+if TYPE_CHECKING:
+    from .auth import OAuth
 
 __all__ = ["load_mcp_config"]
 
@@ -43,11 +56,15 @@ class _Problem(Exception):
     """Internal: one problem in the file, said in a sentence."""
 
 
-def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
+def load_mcp_config(
+    path: str | os.PathLike[str], *, roots: Sequence[str | os.PathLike[str]] | None = None
+) -> dict[str, MCPServerBase]:
     """Read an ``{"mcpServers": {...}}`` file (format: module docstring).
 
     Args:
         path: the JSON file.
+        roots: the folders every server is offered as roots (``roots/list``), e.g. the
+            workspace; ``None``: the working folder.
 
     Returns:
         ``{name: server}`` in the file's order; the servers are not started.
@@ -72,7 +89,7 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     servers: dict[str, MCPServerBase] = {}
     for name, entry in entries.items():
         try:
-            server = _server(name, entry, folder)
+            server = _server(name, entry, folder, roots)
         except _Problem as problem:
             raise MCPError(f"{where}: server {name!r}: {problem}", server=name, kind="config") from None
         if server is not None:
@@ -80,7 +97,9 @@ def load_mcp_config(path: str | os.PathLike[str]) -> dict[str, MCPServerBase]:
     return servers
 
 
-def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
+def _server(
+    name: str, entry: Any, folder: str, roots: Sequence[str | os.PathLike[str]] | None
+) -> MCPServerBase | None:
     if not isinstance(entry, dict):
         raise _Problem("expected an object")
     if entry.get("disabled") is True:
@@ -95,7 +114,8 @@ def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
         url = _expand(_string(entry, "url"), "url")
         headers = {k: _expand(v, f"headers.{k}") for k, v in _strings(entry, "headers").items()}
         try:
-            return HTTPMCPServer(url, headers, name=name)
+            auth = _oauth(entry.get("oauth"), folder)
+            return HTTPMCPServer(url, headers, name=name, auth=auth, roots=roots)
         except ValueError as exc:
             raise _Problem(str(exc)) from None
     if kind not in (None, "stdio"):
@@ -119,7 +139,66 @@ def _server(name: str, entry: Any, folder: str) -> MCPServerBase | None:
         folder_of_server,
         name=name,
         sandbox=sandbox,
+        roots=roots,
     )
+
+
+_OAUTH_FIELDS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "clientMetadataUrl": "client_metadata_url",
+    "scopes": "scopes",
+    "authServerMetadataUrl": "auth_server_metadata_url",
+    "grantType": "grant",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "signingAlgorithm": "signing_algorithm",
+}
+
+
+def _oauth(value: Any, folder: str) -> OAuth | None:
+    """The ``oauth`` object of an HTTP server as ``OAuth`` settings (fields: module docstring)."""
+    from .auth import OAuth  # here: a file of stdio servers only never builds the dataclass
+
+    if value is False:
+        return None
+    if value is None:
+        return OAuth()
+    if not isinstance(value, dict):
+        raise _Problem('"oauth" must be an object or false')
+    options: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in _OAUTH_FIELDS:
+            if not isinstance(item, str) or not item:
+                raise _Problem(f"oauth.{key} must be a non-empty string")
+            options[_OAUTH_FIELDS[key]] = _expand(item, f"oauth.{key}")
+        elif key == "callbackPort":
+            if not isinstance(item, int) or isinstance(item, bool) or not 0 < item < 65536:
+                raise _Problem("oauth.callbackPort must be a port number (1 to 65535)")
+            options["callback_port"] = item
+        elif key == "privateKeyFile":
+            options["private_key"] = _read_key(item, folder)
+        elif key == "tokenStore":
+            if item is not False and not isinstance(item, str):
+                raise _Problem("oauth.tokenStore must be a folder or false")
+            store = None if item is False else os.path.join(folder, _expand(item, "oauth.tokenStore"))
+            options["store"] = store
+        else:
+            raise _Problem(f"unknown field oauth.{key}")
+    try:
+        return OAuth(**options)
+    except ValueError as exc:
+        raise _Problem(f"oauth: {exc}") from None
+
+
+def _read_key(item: Any, folder: str) -> str:
+    if not isinstance(item, str) or not item:
+        raise _Problem("oauth.privateKeyFile must be a non-empty string")
+    path = os.path.join(folder, _expand(item, "oauth.privateKeyFile"))
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError as exc:
+        raise _Problem(f"oauth.privateKeyFile {path}: cannot read: {exc.strerror}") from None
 
 
 def _string(entry: dict[str, Any], key: str) -> str:

@@ -1,4 +1,5 @@
-"""``StdioMCPServer`` and ``HTTPMCPServer``: MCP servers as context managers that give ``Tool``s.
+"""``MCPServerBase`` and ``StdioMCPServer``: MCP servers as context managers that give ``Tool``s
+(``HTTPMCPServer`` is in ``remote``).
 
 Invariants:
 
@@ -18,8 +19,12 @@ Invariants:
   ``MAX_MESSAGE_BYTES``): a larger one is never decoded, and its request fails with ``MCPError``
   (kind ``protocol``; a tool call's result is then that error), so one answer's memory is bounded.
 - Results are capped at ``max_result_chars`` characters (head and tail kept, with a note) and
-  the values of secret variables (of this process and of the server's ``env``) are replaced
-  with ``***``, as for the built-in tools.
+  every secret the client knows (``_secrets.Secrets``: secret variables of this process, the
+  server's ``env`` values, header values, OAuth tokens) is replaced with ``***``, as for the
+  built-in tools; so is every ``MCPError`` text and every log line.
+- An HTTP session the server ended (404 to a request carrying its session id) is initialized
+  again and the request sent once more, within the same call.
+- What arrived while idle (``tools/list_changed`` over stdio) is handled before a listing.
 """
 
 from __future__ import annotations
@@ -27,21 +32,26 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._log import Logger
 from ..tools import MIN_TOOL_OUTPUT_CHARS, TOOL_OUTPUT_CHARS, Tool, ToolResult
 from ._errors import MCPError
-from ._session import Session
+from ._requests import ClientSide, Elicitation
+from ._secrets import Secrets
+from ._session import Progress, Session
 from ._tools import exposed_names, input_schema, is_read_only, result_text
 from ._wire import MAX_MESSAGE_BYTES, Transport, check_message_limit
 
 if TYPE_CHECKING:  # imported when a server is created: import miniagent.mcp stays light
     import threading
 
+    from ..model import ModelClient
     from ..process.sandbox import Sandbox
 
-__all__ = ["MAX_MESSAGE_BYTES", "MCPServerBase", "StdioMCPServer", "HTTPMCPServer", "mcp_tools"]
+__all__ = ["MAX_MESSAGE_BYTES", "MCPServerBase", "StdioMCPServer", "mcp_tools"]
+
+_T = TypeVar("_T")
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TIMEOUT = 300.0
@@ -59,6 +69,12 @@ class MCPServerBase:
         max_result_chars: the cap of one tool result in characters (>= ``MIN_TOOL_OUTPUT_CHARS``
             of ``miniagent.tools``).
         max_message_bytes: the largest message read from the server, in bytes (>= 1024).
+        roots: folders offered to the server as roots (``roots/list``); default the working
+            folder.
+        elicitation: answers the server's ``elicitation/create`` (``_requests.Elicitation``);
+            without it every elicitation is declined.
+        sampling: a ``ModelClient`` that answers the server's ``sampling/createMessage``;
+            without it sampling is refused (error -32601).
     """
 
     def __init__(
@@ -67,7 +83,11 @@ class MCPServerBase:
         startup_timeout: float,
         timeout: float,
         max_result_chars: int,
+        *,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        elicitation: Elicitation | None = None,
+        sampling: ModelClient | None = None,
     ) -> None:
         """Check and store the settings; nothing starts yet."""
         import threading
@@ -86,7 +106,8 @@ class MCPServerBase:
         self._started = False
         self._definitions: list[dict[str, Any]] | None = None
         self._lock = threading.RLock()
-        self._redact: Callable[[str], str] | None = None
+        self._client = ClientSide(name, roots, elicitation, sampling)
+        self._known: Secrets | None = None
 
     # --- what a kind of server provides ---------------------------------------------------------
 
@@ -98,6 +119,13 @@ class MCPServerBase:
         from ..process.environment import secret_values
 
         return secret_values(os.environ)
+
+    @property
+    def secrets(self) -> Secrets:
+        """Every secret this server's client knows (``_secrets.Secrets``), gathered once."""
+        if self._known is None:
+            self._known = Secrets(self._secrets())
+        return self._known
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -124,7 +152,10 @@ class MCPServerBase:
                 error holds its last stderr lines), ``protocol`` or ``error``.
         """
         with self._lock:
-            self._connect()
+            try:
+                self._connect()
+            except MCPError as error:
+                raise self.secrets.error(error) from None
 
     def close(self) -> None:
         """End the session; a stdio server's process group is stopped. Never raises."""
@@ -143,7 +174,7 @@ class MCPServerBase:
             self._session = None
             session.close()
         transport = self._open()
-        session = Session(transport, self.name)
+        session = Session(transport, self.name, self._client, self.secrets.clean)
         try:
             session.initialize(self.startup_timeout)
         except BaseException:
@@ -178,8 +209,7 @@ class MCPServerBase:
         Raises:
             MCPError: no answer, an error answer, or the server is not running.
         """
-        with self._lock:
-            self._connect().request("ping", None, None, timeout or self.timeout)
+        self._request("ping", None, None, timeout or self.timeout)
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The server's tool definitions as MCP sends them (``name``, ``description``,
@@ -188,11 +218,14 @@ class MCPServerBase:
         Raises:
             MCPError: the server could not be started or listed its tools wrongly.
         """
-        with self._lock:
-            session = self._connect()
+
+        def listing(session: Session) -> list[dict[str, Any]]:
+            session.poll()
             if self._definitions is None or session.tools_changed:
                 self._definitions = session.list_tools(self.timeout)
             return list(self._definitions)
+
+        return self._on_session(listing)
 
     def tools(self, reserved: Iterable[str] = ()) -> list[Tool]:
         """The server's tools as ``Tool``s for ``run_agent``.
@@ -239,6 +272,7 @@ class MCPServerBase:
         arguments: Mapping[str, Any] | None = None,
         cancel: threading.Event | None = None,
         timeout: float | None = None,
+        progress: Progress | bool = False,
     ) -> ToolResult:
         """Call the server's tool ``name`` (its original MCP name) and map the result.
 
@@ -248,6 +282,9 @@ class MCPServerBase:
             cancel: when set while waiting, ``notifications/cancelled`` is sent and
                 ``MCPError`` (kind ``cancelled``) raised.
             timeout: seconds to wait, default ``self.timeout``.
+            progress: ask the server for progress notifications (``progressToken``): each one
+                starts ``timeout`` again and, when this is a function, is passed to it (the
+                notification's ``params``: ``progress``, ``total``, ``message``).
 
         Returns:
             The result as text (module docstring of ``_tools``), ``is_error`` from ``isError``.
@@ -257,25 +294,49 @@ class MCPServerBase:
                 server exited (a dead server is started again first), or bad arguments (NaN).
         """
         params = {"name": name, "arguments": dict(arguments or {})}
-        with self._lock:
-            session = self._connect()
-            try:
-                result = session.request("tools/call", params, cancel, timeout or self.timeout)
-            except ValueError as exc:  # NaN/Infinity in the arguments: not JSON
-                raise MCPError(
-                    f"arguments of {name} are not JSON: {exc}", server=self.name, kind="protocol"
-                ) from None
+        try:
+            result = self._request("tools/call", params, cancel, timeout or self.timeout, progress)
+        except ValueError as exc:  # NaN/Infinity in the arguments: not JSON
+            text = f"arguments of {name} are not JSON: {exc}"
+            raise MCPError(text, server=self.name, kind="protocol") from None
         text, is_error = result_text(result)
         return ToolResult(self._finish(text), is_error)
 
+    def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        cancel: threading.Event | None,
+        timeout: float,
+        progress: Progress | bool = False,
+    ) -> dict[str, Any]:
+        """One request on a started session (``_on_session``)."""
+        return self._on_session(
+            lambda session: session.request(method, params, cancel, timeout, progress=progress)
+        )
+
+    def _on_session(self, work: Callable[[Session], _T]) -> _T:
+        """``work`` on a started session; done once more on a new session when the server had
+        ended the old one (HTTP 404). ``MCPError`` texts are redacted."""
+        with self._lock:
+            try:
+                for attempt in (1, 2):
+                    session = self._connect()
+                    try:
+                        return work(session)
+                    except MCPError:
+                        if attempt == 2 or not getattr(session.transport, "expired", False):
+                            raise
+                        logger.info("[%s] the server ended the session; starting a new one", self.name)
+                raise AssertionError("unreachable")  # pragma: no cover
+            except MCPError as error:
+                raise self.secrets.error(error) from None
+
     def _finish(self, text: str) -> str:
         """Redact secret values and cap the text (module docstring)."""
-        from .._redaction import redactor
         from .._text import cap
 
-        if self._redact is None:
-            self._redact = redactor(self._secrets())
-        return cap(self._redact(text), self.max_result_chars)
+        return cap(self.secrets.hide(text), self.max_result_chars)
 
 
 class StdioMCPServer(MCPServerBase):
@@ -299,6 +360,7 @@ class StdioMCPServer(MCPServerBase):
             process's folder) and a private temporary folder (removed by ``close()``), has no
             network and cannot read secret folders. ``start()`` raises ``SandboxUnavailable``
             where the kernel cannot confine it.
+        roots, elicitation, sampling: what the client offers the server (``MCPServerBase``).
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``
@@ -318,6 +380,9 @@ class StdioMCPServer(MCPServerBase):
         max_result_chars: int = TOOL_OUTPUT_CHARS,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         sandbox: str = "none",
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        elicitation: Elicitation | None = None,
+        sampling: ModelClient | None = None,
     ) -> None:
         """Store the settings; the process starts with ``start()`` or ``with``.
 
@@ -333,8 +398,16 @@ class StdioMCPServer(MCPServerBase):
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {sandbox!r}")
         if isinstance(args, str):
             raise TypeError("args must be a sequence of strings, not one string")
-        name = name or os.path.basename(command) or command
-        super().__init__(name, startup_timeout, timeout, max_result_chars, max_message_bytes)
+        super().__init__(
+            name or os.path.basename(command) or command,
+            startup_timeout,
+            timeout,
+            max_result_chars,
+            max_message_bytes=max_message_bytes,
+            roots=roots,
+            elicitation=elicitation,
+            sampling=sampling,
+        )
         self.command = command
         self.args = tuple(str(a) for a in args)
         self.env = dict(env or {})
@@ -369,68 +442,8 @@ class StdioMCPServer(MCPServerBase):
         environ = scrubbed_environ()
         environ.update(self.env)
         argv = (self.command, *self.args)
-        return StdioTransport(self.name, argv, environ, self.cwd, self.max_message_bytes, self._box)
-
-
-class HTTPMCPServer(MCPServerBase):
-    """An MCP server reached over the streamable HTTP transport (needs the ``http`` extra).
-
-    Args:
-        url: the MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
-        headers: extra request headers (e.g. ``Authorization``); their values never appear in
-            errors or logs.
-        name: the server's name; default the URL's host.
-        startup_timeout: seconds to connect and answer ``initialize`` (default 30).
-        timeout: seconds one request may take (default 300).
-        max_result_chars: cap of one tool result in characters (default ``TOOL_OUTPUT_CHARS`` of
-            ``miniagent.tools``).
-        max_message_bytes: the largest JSON body or server-sent event read (default
-            ``MAX_MESSAGE_BYTES``).
-
-    Each request is one POST; the answer is JSON or an event stream (server-sent events) that
-    carries the response, possibly after the server's notifications and requests.
-    ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent as the spec says; ``close()`` ends
-    the session with DELETE.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        *,
-        name: str | None = None,
-        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_result_chars: int = TOOL_OUTPUT_CHARS,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-    ) -> None:
-        """Store the settings; nothing is sent before ``start()`` or ``with``."""
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
-        name = name or parts.hostname
-        super().__init__(name, startup_timeout, timeout, max_result_chars, max_message_bytes)
-        self.url = url
-        self.headers = dict(headers or {})
-
-    def __repr__(self) -> str:
-        """``HTTPMCPServer(name, url)`` (no header values)."""
-        return f"HTTPMCPServer({self.name!r}, {self.url!r})"
-
-    def _secrets(self) -> list[str]:
-        """Secret variables' values and every header value (and its part after a scheme such
-        as ``Bearer``) of at least 8 characters."""
-        values = super()._secrets()
-        for value in self.headers.values():
-            values.extend(v for v in (value, value.partition(" ")[2]) if len(v) >= 8)
-        return values
-
-    def _open(self) -> Transport:
-        from ._http import HTTPTransport
-
-        return HTTPTransport(self.name, self.url, self.headers, self.startup_timeout, self.max_message_bytes)
+        box, clean = self._box, self.secrets.clean
+        return StdioTransport(self.name, argv, environ, self.cwd, self.max_message_bytes, box, clean)
 
 
 def mcp_tools(servers: Iterable[MCPServerBase], reserved: Iterable[str] = ()) -> list[Tool]:

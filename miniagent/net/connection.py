@@ -230,11 +230,14 @@ def open_response(
     session: requests.Session,
     url: str,
     headers: Mapping[str, str],
-    body: bytes,
+    body: bytes | None,
     timeout: Timeout,
     watcher: SocketWatcher | None,
+    method: str = "POST",
 ) -> BaseHTTPResponse:
     """POST ``body`` to ``url`` on a pooled connection of ``session``; return once headers arrived.
+
+    ``method`` may name another method (``GET`` with ``body=None``).
 
     The environment's proxy and CA settings apply as with ``session.post``; redirects are not
     followed (a 3xx is returned like any status). ``watcher`` gets every socket of the exchange
@@ -246,7 +249,7 @@ def open_response(
             failed (connect, proxy, TLS, send, read of the headers); the connection is closed.
     """
     try:
-        prepared = session.prepare_request(requests.Request("POST", url, headers=dict(headers), data=body))
+        prepared = session.prepare_request(requests.Request(method, url, headers=dict(headers), data=body))
         target_url = prepared.url or url
         env = session.merge_environment_settings(target_url, {}, True, None, None)
         adapter = session.get_adapter(target_url)
@@ -263,7 +266,7 @@ def open_response(
     tunnel = pool.proxy is not None and connection_requires_http_tunnel(pool.proxy, pool.proxy_config, scheme)
     if pool.proxy is not None and not tunnel:
         send_headers.update(pool.proxy_headers)
-    return _request_on_pool(pool, path, send_headers, prepared.body, timeout, watcher, tunnel)
+    return _request_on_pool(pool, path, send_headers, prepared.body, timeout, watcher, tunnel, method)
 
 
 def _request_on_pool(
@@ -274,6 +277,7 @@ def _request_on_pool(
     timeout: Timeout,
     watcher: SocketWatcher | None,
     tunnel: bool,
+    method: str = "POST",
 ) -> BaseHTTPResponse:
     """Take a connection from ``pool``, attach ``watcher``, tunnel if needed, send, await headers."""
     conn = pool._get_conn()
@@ -286,7 +290,7 @@ def _request_on_pool(
             pool._prepare_proxy(conn)
         response: BaseHTTPResponse = pool._make_request(
             conn,
-            "POST",
+            method,
             path,
             body=body,
             headers=headers,

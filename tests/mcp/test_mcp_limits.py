@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 import tracemalloc
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 
 from miniagent.mcp import HTTPMCPServer, MCPError, StdioMCPServer
 from miniagent.mcp._wire import MAX_MESSAGE_BYTES
+from tests.mcp.http_fake import Exchange, FakeMCP
 from tests.providers_server import LoopbackServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -119,3 +122,30 @@ def test_over_http_a_body_or_an_event_over_the_limit_is_an_error_result(as_event
         f"MCP server 'web' sent {what} larger than 65536 bytes (max_message_bytes): not read"
     )
     assert raised.value.kind == "protocol"
+
+
+def test_the_standalone_stream_does_not_read_an_event_over_the_limit_and_opens_again() -> None:
+    pytest.importorskip("requests")
+    done = threading.Event()
+
+    def stream(exchange: Exchange, message: dict[str, Any]) -> None:
+        exchange.start_events()
+        if exchange.fake.methods().count("GET") == 1:
+            exchange.event(raw="retry: 250\ndata: \n")
+            exchange.event(raw="data: " + "x" * (LIMIT + 100) + "\n")  # never decoded
+            done.wait(20)  # the client drops the stream, not the server
+            return
+        exchange.event({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        done.wait(20)
+
+    with FakeMCP({"GET": stream}) as fake:
+        try:
+            with HTTPMCPServer(fake.endpoint, name="web", max_message_bytes=LIMIT) as server:
+                deadline = time.monotonic() + 20
+                while "response" not in fake.methods():  # the ping of the second stream answered
+                    assert time.monotonic() < deadline, fake.methods()
+                    time.sleep(0.01)  # polls what the server recorded
+                assert server.call_tool("echo").content == "ok"
+        finally:
+            done.set()
+    assert fake.methods().count("GET") == 2
