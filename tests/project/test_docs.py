@@ -229,3 +229,30 @@ def test_readme_draft_keeps_the_two_commands() -> None:
     draft = README_NEXT.read_text(encoding="utf-8")
     for command in commands:
         assert command in _bash_blocks(draft)
+
+
+def _griffe_rst() -> ModuleType:
+    pytest.importorskip("griffe", reason="the docs extra is not installed")
+    spec = importlib.util.spec_from_file_location("docs_griffe_rst", DOCS / "griffe_rst.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_literal_blocks_become_fenced_code() -> None:
+    rst = _griffe_rst()
+    text = "Usage::\n\n    run(x)\n    y = 1\n\nAfter.\n\nThe tree ::\n\n    a\n    └── b\n"
+    assert rst.literal_blocks(text) == (
+        "Usage:\n\n```python\nrun(x)\ny = 1\n```\n\nAfter.\n\nThe tree\n\n```text\na\n└── b\n```\n"
+    )
+    assert rst.literal_blocks('A file::\n\n    {"a": 1}\n') == 'A file:\n\n```json\n{"a": 1}\n```\n'
+    assert rst.literal_blocks("Not a block:: here\n\n    x\n") == "Not a block:: here\n\n    x"
+
+
+def test_simple_tables_become_markdown_tables() -> None:
+    rst = _griffe_rst()
+    text = "Before.\n\n====  ===\nname  a|b\n====  ===\n``x``  yes\nz     no\n====  ===\n\nAfter."
+    assert rst.simple_tables(text) == (
+        "Before.\n\n\n| name | a\\|b |\n| --- | --- |\n| ``x`` | yes |\n| z | no |\n\n\nAfter."
+    )
