@@ -13,10 +13,12 @@ interpreter, in a temporary folder holding a copy of ``examples/``, offline:
 - a block that uses the embedded model (``create_client("local")``) is marked ``local_model``;
   a block that appears twice (a README example repeated in the tutorial) runs once.
 
-The environment's keys (``*_API_KEY`` and the like) are left out. Beside the examples: every
-``--option`` the docs give ``miniagent`` is one of its options, every generated part of a page
-is known to the hook (``docs/hooks.py``) and lists every option, and the README draft keeps the
-README's two commands as they are.
+The environment's keys (``*_API_KEY`` and the like) are left out. Beside the examples: they are
+lint-clean (pyflakes, the project's line length); every ``--option`` the docs give ``miniagent``
+is one of its options; every generated part of a page is known to the hook (``docs/hooks.py``)
+and lists every option; the README draft keeps the README's two commands as they are; the
+Griffe extension (``docs/griffe_rst.py``) rewrites what it should. The site itself is built by
+``.ci/run`` (``mkdocs build --strict``: pages, nav, links, anchors, cross-references).
 """
 
 from __future__ import annotations
@@ -140,6 +142,23 @@ def test_docs_example_runs(
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_docs_examples_are_lint_clean(tmp_path: Path) -> None:
+    """Pyflakes' findings (unused imports, undefined names) and the line length of the project."""
+    pytest.importorskip("ruff", reason="ruff is not installed")
+    for number, block in enumerate(BLOCKS):
+        name = f"{block.page.stem.replace('-', '_')}_{number}.py"
+        (tmp_path / name).write_text(block.code, encoding="utf-8")
+    config = ["--config", str(ROOT / "pyproject.toml"), "--select", "F,E501", "--no-cache"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", *config, "--output-format", "concise", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
 
 
 def _hooks() -> ModuleType:
