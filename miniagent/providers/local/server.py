@@ -128,7 +128,13 @@ class LocalServer:
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT`` (no trailing slash, no ``/v1``).
-        port, model_path, alias, temperature, n_ctx, prompt_cache; ``pid`` of the child.
+        port: the TCP port the server listens on.
+        pid: the process id of the child.
+        model_path: the GGUF file (``resolve_model_path(model)``).
+        alias: the model name the server answers to.
+        temperature: as given.
+        n_ctx: as given (tokens).
+        prompt_cache: as given, as a ``Path`` (or ``None``).
 
     Raises:
         LocalModelError: ``xllamacpp`` is not installed, the model file is missing, the server
