@@ -105,6 +105,11 @@ class Message:
         reasoning: assistant only: the reasoning blocks the model sent with this turn, in the
             order it sent them; providers replay them as their API requires (DESIGN.md, "Round 2
             contracts"). Committed with the turn's text and calls, never on its own.
+        summary_kept: user only: set on a compaction summary (``miniagent.compaction``), whose
+            ``content`` stands for the conversation before the ``summary_kept`` messages
+            recorded just before it; requests after it send this message, then those messages,
+            then the later ones. ``None`` on every other message. Providers send a summary as
+            the user message it is.
     """
 
     role: Role
@@ -113,6 +118,7 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
     reasoning: tuple[Reasoning, ...] = ()
+    summary_kept: int | None = None
 
     def __init__(
         self,
@@ -122,6 +128,7 @@ class Message:
         tool_call_id: str | None = None,
         is_error: bool = False,
         reasoning: tuple[Reasoning, ...] = (),
+        summary_kept: int | None = None,
     ) -> None:
         """Set the fields (what the dataclass ``__init__`` does, through the slot descriptors:
         a frozen dataclass's own ``__init__`` pays ``object.__setattr__`` per field, and the loop
@@ -132,6 +139,7 @@ class Message:
         _set_tool_call_id(self, tool_call_id)
         _set_is_error(self, is_error)
         _set_reasoning(self, reasoning)
+        _set_summary_kept(self, summary_kept)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this message (``message_to_json``: the session line's object), a
@@ -185,6 +193,7 @@ _set_tool_calls = _setter(Message, "tool_calls")
 _set_tool_call_id = _setter(Message, "tool_call_id")
 _set_is_error = _setter(Message, "is_error")
 _set_reasoning = _setter(Message, "reasoning")
+_set_summary_kept = _setter(Message, "summary_kept")
 _set_call_id = _setter(ToolCall, "id")
 _set_call_name = _setter(ToolCall, "name")
 _set_call_input = _setter(ToolCall, "input")
@@ -198,9 +207,10 @@ def _message(
     tool_call_id: str | None,
     is_error: bool,
     reasoning: tuple[Reasoning, ...] = (),
+    summary_kept: int | None = None,
 ) -> Message:
-    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning)`` for
-    already-checked values."""
+    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning, summary_kept)``
+    for already-checked values."""
     message = _new(Message)
     _set_role(message, role)
     _set_content(message, content)
@@ -208,6 +218,7 @@ def _message(
     _set_tool_call_id(message, tool_call_id)
     _set_is_error(message, is_error)
     _set_reasoning(message, reasoning)
+    _set_summary_kept(message, summary_kept)
     return message
 
 
@@ -217,8 +228,9 @@ def message_to_json(message: Message) -> dict[str, Any]:
     Shape: ``{"role", "content"}`` plus ``"tool_calls": [{"id", "name", "input"[, "input_error"]}]``
     for an assistant message with calls, ``"reasoning": [{["text"][, "signature"]
     [, "redacted_data"][, "origin", "data"]}]`` for one with reasoning (empty or ``None`` fields
-    left out), and
-    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message.
+    left out),
+    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message, and
+    ``"summary_kept"`` for a compaction summary.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
@@ -235,6 +247,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["tool_call_id"] = message.tool_call_id
     if message.is_error:
         data["is_error"] = True
+    if message.summary_kept is not None:
+        data["summary_kept"] = message.summary_kept
     return data
 
 
@@ -271,7 +285,8 @@ def message_from_json(data: Any) -> Message:
     """Build a ``Message`` from its JSON object (as ``message_to_json`` writes it).
 
     A line written before a field existed loads with that field's default (no ``reasoning``:
-    no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields).
+    no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields;
+    no ``summary_kept``: not a compaction summary).
 
     Raises:
         ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
@@ -294,7 +309,12 @@ def message_from_json(data: Any) -> Message:
             raise ValueError("is_error is not a boolean")
         return _message("tool", content, (), call_id, is_error)
     if role == "user":
-        return _message("user", content, (), None, False)
+        kept = get("summary_kept")
+        if kept is None:
+            return _message("user", content, (), None, False)
+        if type(kept) is not int or kept < 0:
+            raise ValueError("summary_kept is not an int >= 0")
+        return _message("user", content, (), None, False, (), kept)
     raw_calls = get("tool_calls", ())
     if type(raw_calls) is not list and raw_calls != ():
         raise ValueError("tool_calls is not a list")
