@@ -15,7 +15,7 @@ from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
 from .compaction import Compaction
 from .context import message_chars, trim_context
 from .errors import EmptyResponseError, IncompleteResponseError, MiniagentError, ProviderError, SessionError
-from .messages import Message, Reasoning, ToolCall
+from .messages import Message, Reasoning, Summary, ToolCall
 from .model import (
     DoneEvent,
     ModelClient,
@@ -58,6 +58,7 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "StopReason",
+    "Summary",
     "TextEvent",
     "Tool",
     "ToolCall",

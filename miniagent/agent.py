@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._log import INFO, Logger
 from .budget import Budget, Tally
 from .compaction import Compaction, Compactor, context_for
-from .context import MessageWindow, Trimmer
+from .context import MessageWindow
 from .errors import EmptyResponseError, IncompleteResponseError
 from .messages import MISSING_RESULT, Message, Reasoning, ToolCall, unique_call_id
 from .model import (
@@ -322,7 +322,8 @@ class _Loop:
         self.record(message)
         try:
             for turn in range(1, max_turns + 1):
-                self.compact_if_due(trimmer)
+                if isinstance(trimmer, Compactor):
+                    self.compact_if_due(trimmer)
                 if self.budget is not None and self.budget.reached(self.usage):
                     return self.stop("max_budget")
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
@@ -438,12 +439,10 @@ class _Loop:
 
     # --- named steps ----------------------------------------------------------------------------
 
-    def compact_if_due(self, context: Trimmer | Compactor | None) -> None:
+    def compact_if_due(self, context: Compactor) -> None:
         """Before a request, when compaction is due and the budget allows a request: the summary
         request, then its marked message is committed (``_Aborted`` when cancelled)."""
-        if not isinstance(context, Compactor) or not context.due():
-            return
-        if self.budget is not None and self.budget.reached(self.usage):
+        if not context.due() or (self.budget is not None and self.budget.reached(self.usage)):
             return
         summary = context.summarise(self.client, self.system, self.cancel)
         if self.cancelled():

@@ -4,7 +4,7 @@
 ``run_agent(compaction=Compaction(trigger_tokens=N))``: before each request, when the request
 about to be sent would reach ``trigger_tokens`` input tokens, or would not fit
 ``context_max_chars``, the loop makes one summary request and commits the summary to the record
-as a marked message (``Message.summary_kept``); the requests after it send the summary followed
+as a marked message (a ``messages.Summary``); the requests after it send the summary followed
 by the newest whole units.
 
 When: the input tokens of the next request are estimated from the last request's reported
@@ -15,7 +15,7 @@ tool specifications and messages) divided by ``CHARS_PER_TOKEN``.
 Invariants:
 
 - The record keeps every message; the summary is appended to it, nothing is removed. The view
-  sent is derived from the record alone: the last summary, then the ``summary_kept`` messages
+  sent is derived from the record alone: the last summary, then the ``Summary.kept`` messages
   recorded before it, then every message after it (older summaries left out: the last one holds
   them). So a resumed session sends the same view as the run that wrote it, and every store
   persists the mark with the message.
@@ -49,7 +49,7 @@ from ._log import Logger
 from .budget import Tally
 from .context import MessageWindow, Trimmer, message_chars
 from .errors import EmptyResponseError, IncompleteResponseError
-from .messages import Message
+from .messages import Message, Summary
 from .model import DoneEvent, ModelClient, ModelEvent, ModelRequest, TextEvent, ToolSpec, UsageEvent
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
@@ -135,13 +135,13 @@ class Compaction:
 
 def compacted_view(messages: Sequence[Message]) -> list[Message]:
     """What a compacting run sends for ``messages`` (before any ``context_max_chars`` trimming):
-    the last summary, the ``summary_kept`` messages before it, then every later message, older
+    the last summary, the ``Summary.kept`` messages before it, then every later message, older
     summaries left out; ``messages`` itself (as a new list) when it holds no summary."""
     for index in range(len(messages) - 1, -1, -1):
         summary = messages[index]
-        if summary.summary_kept is not None:
-            start = max(0, index - summary.summary_kept)
-            rest = [m for m in messages[start:] if m.summary_kept is None]
+        if isinstance(summary, Summary):
+            start = max(0, index - summary.kept)
+            rest = [m for m in messages[start:] if not isinstance(m, Summary)]
             return [summary, *rest]
     return list(messages)
 
@@ -266,7 +266,7 @@ class Compactor:
         view, where = self._view, self._where
         for index in range(self._seen, len(record)):
             message = record[index]
-            if message.summary_kept is not None:
+            if isinstance(message, Summary):
                 self._rebuild(index)
                 view, where = self._view, self._where
                 continue
@@ -280,10 +280,10 @@ class Compactor:
         ``index`` of the record."""
         record = self._record
         summary = record[index]
-        start = max(0, index - (summary.summary_kept or 0))
+        start = max(0, index - summary.kept) if isinstance(summary, Summary) else index
         view, where = [summary], [index]
         for position in range(start, index):
-            if record[position].summary_kept is None:
+            if not isinstance(record[position], Summary):
                 view.append(record[position])
                 where.append(position)
         self._view, self._where = view, where
@@ -337,7 +337,7 @@ class Compactor:
         """The view index of the first kept message: the newest whole units within
         ``keep_chars`` (at least the newest unit); ``None`` when nothing but a summary is older."""
         view = self._view
-        first = 1 if view and view[0].summary_kept is not None else 0
+        first = 1 if view and isinstance(view[0], Summary) else 0
         keep = self._compaction.kept_chars
         cut = len(view)
         size = unit = 0
@@ -354,7 +354,7 @@ class Compactor:
 
     # --- the summary ------------------------------------------------------------------------
 
-    def summarise(self, client: ModelClient, system: str, cancel: threading.Event | None) -> Message | None:
+    def summarise(self, client: ModelClient, system: str, cancel: threading.Event | None) -> Summary | None:
         """Make the summary request and return the marked summary message to commit, or
         ``None``: cancelled (the caller checks the cancel), the first of two failed summaries in
         a row, or nothing to summarise.
@@ -383,7 +383,7 @@ class Compactor:
         self._failures = 0
         kept = len(self._record) - self._where[cut]
         _log.info("compaction: %d messages summarised in %d characters, %d kept", cut, len(text), kept)
-        return Message("user", SUMMARY_PREFIX + text.strip(), summary_kept=kept)
+        return Summary(SUMMARY_PREFIX + text.strip(), kept)
 
     def _failed(self, text: str, ending: DoneEvent | None) -> None:
         """A summary that is not whole: dropped once, raised the second time in a row."""

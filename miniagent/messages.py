@@ -27,6 +27,7 @@ __all__ = [
     "ToolCall",
     "Reasoning",
     "Message",
+    "Summary",
     "MISSING_RESULT",
     "unique_call_id",
     "message_to_json",
@@ -105,11 +106,6 @@ class Message:
         reasoning: assistant only: the reasoning blocks the model sent with this turn, in the
             order it sent them; providers replay them as their API requires (DESIGN.md, "Round 2
             contracts"). Committed with the turn's text and calls, never on its own.
-        summary_kept: user only: set on a compaction summary (``miniagent.compaction``), whose
-            ``content`` stands for the conversation before the ``summary_kept`` messages
-            recorded just before it; requests after it send this message, then those messages,
-            then the later ones. ``None`` on every other message. Providers send a summary as
-            the user message it is.
     """
 
     role: Role
@@ -118,7 +114,6 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
     reasoning: tuple[Reasoning, ...] = ()
-    summary_kept: int | None = None
 
     def __init__(
         self,
@@ -128,7 +123,6 @@ class Message:
         tool_call_id: str | None = None,
         is_error: bool = False,
         reasoning: tuple[Reasoning, ...] = (),
-        summary_kept: int | None = None,
     ) -> None:
         """Set the fields (what the dataclass ``__init__`` does, through the slot descriptors:
         a frozen dataclass's own ``__init__`` pays ``object.__setattr__`` per field, and the loop
@@ -139,7 +133,6 @@ class Message:
         _set_tool_call_id(self, tool_call_id)
         _set_is_error(self, is_error)
         _set_reasoning(self, reasoning)
-        _set_summary_kept(self, summary_kept)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this message (``message_to_json``: the session line's object), a
@@ -156,6 +149,27 @@ class Message:
         if isinstance(data, (str, bytes, bytearray)):
             data = loads(data)  # depth-safe (miniagent._json)
         return message_from_json(data)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Summary(Message):
+    """A compaction summary (``miniagent.compaction``): a user message whose ``content`` stands
+    for the conversation before the ``kept`` messages recorded just before it. The requests after
+    it send this message, then those messages, then the later ones; providers send it as the
+    user message it is. A subclass, so that every other message costs nothing more to build.
+
+    Args:
+        content: the summary as the model reads it (characters).
+        kept: how many of the messages recorded just before it are still sent as they are
+            (an int >= 0).
+    """
+
+    kept: int = 0
+
+    def __init__(self, content: str, kept: int) -> None:
+        """Set the fields (``role`` is ``"user"``; the other fields keep their defaults)."""
+        Message.__init__(self, "user", content)
+        _set_kept(self, kept)
 
 
 def unique_call_id(call_id: str, taken: set[str]) -> str:
@@ -193,7 +207,7 @@ _set_tool_calls = _setter(Message, "tool_calls")
 _set_tool_call_id = _setter(Message, "tool_call_id")
 _set_is_error = _setter(Message, "is_error")
 _set_reasoning = _setter(Message, "reasoning")
-_set_summary_kept = _setter(Message, "summary_kept")
+_set_kept = _setter(Summary, "kept")
 _set_call_id = _setter(ToolCall, "id")
 _set_call_name = _setter(ToolCall, "name")
 _set_call_input = _setter(ToolCall, "input")
@@ -207,10 +221,9 @@ def _message(
     tool_call_id: str | None,
     is_error: bool,
     reasoning: tuple[Reasoning, ...] = (),
-    summary_kept: int | None = None,
 ) -> Message:
-    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning, summary_kept)``
-    for already-checked values."""
+    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning)`` for
+    already-checked values."""
     message = _new(Message)
     _set_role(message, role)
     _set_content(message, content)
@@ -218,7 +231,6 @@ def _message(
     _set_tool_call_id(message, tool_call_id)
     _set_is_error(message, is_error)
     _set_reasoning(message, reasoning)
-    _set_summary_kept(message, summary_kept)
     return message
 
 
@@ -230,7 +242,7 @@ def message_to_json(message: Message) -> dict[str, Any]:
     [, "redacted_data"][, "origin", "data"]}]`` for one with reasoning (empty or ``None`` fields
     left out),
     ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message, and
-    ``"summary_kept"`` for a compaction summary.
+    ``"summary_kept"`` for a ``Summary``.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
@@ -247,8 +259,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["tool_call_id"] = message.tool_call_id
     if message.is_error:
         data["is_error"] = True
-    if message.summary_kept is not None:
-        data["summary_kept"] = message.summary_kept
+    if isinstance(message, Summary):
+        data["summary_kept"] = message.kept
     return data
 
 
@@ -285,8 +297,9 @@ def message_from_json(data: Any) -> Message:
     """Build a ``Message`` from its JSON object (as ``message_to_json`` writes it).
 
     A line written before a field existed loads with that field's default (no ``reasoning``:
-    no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields;
-    no ``summary_kept``: not a compaction summary).
+    no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields).
+    A user message with ``summary_kept`` is a ``Summary``; code that predates it loads it as a
+    plain user message.
 
     Raises:
         ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
@@ -314,7 +327,7 @@ def message_from_json(data: Any) -> Message:
             return _message("user", content, (), None, False)
         if type(kept) is not int or kept < 0:
             raise ValueError("summary_kept is not an int >= 0")
-        return _message("user", content, (), None, False, (), kept)
+        return Summary(content, kept)
     raw_calls = get("tool_calls", ())
     if type(raw_calls) is not list and raw_calls != ():
         raise ValueError("tool_calls is not a list")

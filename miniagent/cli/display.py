@@ -38,7 +38,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .._text import replace_surrogates
 from ..agent import RunResult
-from ..messages import Message, ToolCall, json_text, message_to_json
+from ..messages import Message, Summary, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
 from ..output import OutputSchema
 from ..usage import Usage
@@ -228,7 +228,7 @@ class _TextDisplay(Display):
 
     def on_message(self, message: Message) -> None:
         super().on_message(message)
-        if message.summary_kept is not None:
+        if isinstance(message, Summary):
             self.note(compaction_note(message))
         if message.role == "user":
             self.spinner.show("thinking")
@@ -316,10 +316,10 @@ def _encodable(text: str, stream: IO[str]) -> str:
     return text.encode(encoding, "replace").decode(encoding, "replace")
 
 
-def compaction_note(summary: Message) -> str:
+def compaction_note(summary: Summary) -> str:
     """The note for a compaction: ``miniagent: context compacted: ...`` (the summary's size and
     how many messages it keeps as they are)."""
-    kept = summary.summary_kept or 0
+    kept = summary.kept
     return (
         f"miniagent: context compacted: the earlier conversation is summarised in "
         f"{len(summary.content):,} characters, the newest {kept} message{'' if kept == 1 else 's'} "

@@ -11,6 +11,7 @@ import pytest
 from miniagent import load_session
 from miniagent.cli.defaults import DEFAULT_CHAT_COMPACT_AT, compact_at
 from miniagent.compaction import SUMMARY_INSTRUCTION, SUMMARY_PREFIX
+from miniagent.messages import Summary
 from tests.cli_helpers import FakeOpenAI, json_lines, model_args, run_cli, text_turn, tool_turn
 from tests.helpers import assert_every_call_answered_once
 
@@ -59,7 +60,7 @@ def test_compact_at_summarises_before_the_request_that_would_reach_it(
     assert contents[0] == SUMMARY_PREFIX + "the user wants notes.txt read"
     assert "read the notes" not in str(after["messages"])  # summarised, not sent
     record = load_session(session)
-    assert [m.summary_kept for m in record if m.summary_kept is not None] == [2]
+    assert [m.kept for m in record if isinstance(m, Summary)] == [2]
     assert record[0].content == prompt  # the session keeps every message
     assert_every_call_answered_once(record)
     if json_mode:
@@ -119,3 +120,16 @@ def test_the_default_of_chat_follows_the_embedded_models_context() -> None:
     assert compact_at(None, chat=True, context_size=32768, max_output_tokens=1024) == 32768 * 3 // 4
     assert compact_at(5000, chat=False, context_size=None, max_output_tokens=1024) == 5000
     assert compact_at(0, chat=True, context_size=4096, max_output_tokens=1024) is None
+
+
+def test_session_pop_drops_the_users_last_message_not_the_summary_after_it(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text(
+        '{"role":"user","content":"one"}\n{"role":"assistant","content":"1"}\n'
+        '{"role":"user","content":"two"}\n{"role":"user","content":"summary","summary_kept":1}\n'
+        '{"role":"assistant","content":"2"}\n'
+    )
+    popped = run_cli(["session", "pop", str(session)], tmp_path)
+    assert popped.returncode == 0, popped.stderr
+    assert "removed 3 messages" in popped.stderr
+    assert [m.content for m in load_session(session)] == ["one", "1"]

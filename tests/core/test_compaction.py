@@ -29,7 +29,7 @@ from miniagent import (
     run_agent,
 )
 from miniagent.compaction import SUMMARY_INSTRUCTION, SUMMARY_PREFIX, compacted_view, summary_prompt
-from miniagent.messages import message_from_json, message_to_json
+from miniagent.messages import Summary, message_from_json, message_to_json
 from miniagent.testing import ScriptedClient
 from tests.helpers import assert_every_call_answered_once, recording_tool
 from tests.window_model import WindowModel
@@ -61,8 +61,8 @@ def run(client: Any, **options: Any) -> Any:
     return run_agent(client=client, **options)
 
 
-def summaries(messages: list[Message]) -> list[Message]:
-    return [m for m in messages if m.summary_kept is not None]
+def summaries(messages: list[Message]) -> list[Summary]:
+    return [m for m in messages if isinstance(m, Summary)]
 
 
 # --- the settings -----------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_the_reported_input_tokens_trigger_one_summary_request_and_a_marked_mess
     # The request after it: the summary, then the kept messages, whole units, the newest last.
     index = result.messages.index(summary)
     after = model.sent[model.sent.index(request) + 1]
-    kept = result.messages[index - summary.summary_kept : index]
+    kept = result.messages[index - summary.kept : index]
     assert after.messages == [summary, *kept]
     assert kept[0].role == "assistant" and kept[-1].role == "tool"
     assert sum(map(message_chars, kept)) <= 1_500 or len(kept) == 2
@@ -166,7 +166,7 @@ def test_newest_unit_is_kept_whatever_its_size() -> None:
     model = WindowModel(100_000, reading(lambda turn: sizes[turn], last=5))
     result = run(model, compaction=Compaction(1_500, keep_chars=10))
     (summary,) = summaries(result.messages)
-    assert summary.summary_kept == 2  # the call and its 5,000-character result
+    assert summary.kept == 2  # the call and its 5,000-character result
     after = model.sent[-1]
     assert [m.role for m in after.messages] == ["user", "assistant", "tool"]
 
@@ -215,7 +215,7 @@ def test_a_summary_that_reaches_the_budget_stops_the_run_before_the_next_turn() 
     result = run(model, compaction=Compaction(1_500, keep_chars=800), max_turns=12, max_total_tokens=budget)
     assert result.stop_reason == "max_budget"
     assert model.sent[-1].summary  # the summary request was the last one made
-    assert result.messages[-1].summary_kept is not None  # and it was whole: committed
+    assert isinstance(result.messages[-1], Summary)  # and it was whole: committed
 
 
 def test_no_summary_request_when_the_budget_is_already_reached() -> None:
@@ -263,7 +263,7 @@ def test_a_cut_summary_is_dropped_once_and_the_request_goes_uncompacted() -> Non
     assert result.stop_reason == "complete"
     first, second = (model.sent.index(s) for s in model.summaries[:2])
     assert second == first + 2  # one turn request went out uncompacted between the two tries
-    assert not model.sent[first + 1].messages[0].summary_kept
+    assert not isinstance(model.sent[first + 1].messages[0], Summary)
     (summary_message,) = summaries(result.messages)
     assert "half a summ" not in summary_message.content
 
@@ -327,14 +327,16 @@ def test_a_resumed_session_sends_the_same_compacted_view(tmp_path: Path) -> None
     restored = record_before[: record_before.index(Message("user", "go on"))]
     assert second.sent[0].messages[:-1] == compacted_view(restored)
     assert summaries(restored)  # the first run compacted, so this checks the marked view
-    assert second.sent[0].messages[0].summary_kept is not None
+    assert isinstance(second.sent[0].messages[0], Summary)
 
 
 def test_the_mark_survives_every_store_and_old_lines_still_load(tmp_path: Path) -> None:
-    summary = Message("user", SUMMARY_PREFIX + "s", summary_kept=3)
+    summary = Summary(SUMMARY_PREFIX + "s", 3)
     assert message_to_json(summary) == {"role": "user", "content": SUMMARY_PREFIX + "s", "summary_kept": 3}
     assert message_from_json(message_to_json(summary)) == summary
-    assert message_from_json({"role": "user", "content": "old line"}).summary_kept is None
+    assert type(message_from_json({"role": "user", "content": "old line"})) is Message
+    assert summary != Message("user", SUMMARY_PREFIX + "s")  # a summary is not a plain user message
+    assert Message("user", "x").to_json() == {"role": "user", "content": "x"}
     path = tmp_path / "s.jsonl"
     with JSONLSession(path) as store:
         store.append(summary)
@@ -356,15 +358,15 @@ def test_compacted_view_of_a_record() -> None:
     u, a, u2 = Message("user", "u"), Message("assistant", "a"), Message("user", "u2")
     c = Message("assistant", "", (ToolCall("1", "t", {}),))
     r = Message("tool", "r", tool_call_id="1")
-    s1 = Message("user", "S1", summary_kept=2)
+    s1 = Summary("S1", 2)
     assert compacted_view([u, a]) == [u, a]
     assert compacted_view([u, a, c, r, s1, a]) == [s1, c, r, a]
     # An older summary among the kept messages is left out: the newer one holds it.
-    s2 = Message("user", "S2", summary_kept=5)
+    s2 = Summary("S2", 5)
     assert compacted_view([u, c, r, s1, a, u2, s2, a]) == [s2, c, r, a, u2, a]
     # A count larger than the record (an edited file) keeps what there is.
-    assert compacted_view([u, Message("user", "S", summary_kept=99)]) == [
-        Message("user", "S", summary_kept=99),
+    assert compacted_view([u, Summary("S", 99)]) == [
+        Summary("S", 99),
         u,
     ]
 
@@ -422,7 +424,7 @@ def test_500_turns_against_a_32k_window() -> None:
     compactions = summaries(result.messages)
     assert len(model.summaries) == len(compactions) >= 10  # one extra request per compaction
     assert_every_call_answered_once(result.messages)
-    assert [m for m in result.messages if m.summary_kept is None][-1] == Message("assistant", "done")
+    assert [m for m in result.messages if not isinstance(m, Summary)][-1] == Message("assistant", "done")
     for sent in model.turn_requests:
         assert_every_call_answered_once(sent.messages)
 
