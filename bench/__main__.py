@@ -15,6 +15,7 @@ SECTIONS = (
     "startup",
     "oneshot",
     "loop",
+    "compaction",
     "sessions",
     "stores",
     "celery_runs",

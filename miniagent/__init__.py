@@ -12,6 +12,7 @@ Importing this package imports only the standard library. HTTP providers live in
 from typing import TYPE_CHECKING, Any
 
 from .agent import RunResult, StopReason, exit_code_for_stop_reason, run_agent
+from .compaction import Compaction
 from .context import message_chars, trim_context
 from .errors import (
     EmptyResponseError,
@@ -21,7 +22,7 @@ from .errors import (
     SandboxUnavailable,
     SessionError,
 )
-from .messages import Message, Reasoning, ToolCall
+from .messages import Message, Reasoning, Summary, ToolCall
 from .model import (
     DoneEvent,
     ModelClient,
@@ -45,6 +46,7 @@ __version__ = "0.1.0"  # the one source of the version: setup.cfg reads it (attr
 __all__ = [
     "Approval",
     "BeforeToolCall",
+    "Compaction",
     "DoneEvent",
     "EmptyResponseError",
     "IncompleteResponseError",
@@ -64,6 +66,7 @@ __all__ = [
     "SessionError",
     "SessionStore",
     "StopReason",
+    "Summary",
     "TextEvent",
     "Tool",
     "ToolCall",

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._log import INFO, Logger
 from .budget import Budget, Tally
-from .context import MessageWindow, Trimmer
+from .compaction import Compaction, Compactor, context_for
+from .context import MessageWindow
 from .errors import EmptyResponseError, IncompleteResponseError
 from .messages import MISSING_RESULT, Message, Reasoning, ToolCall, unique_call_id
 from .model import (
@@ -168,6 +169,7 @@ def run_agent(
     max_total_tokens: int | None = None,
     max_cost_usd: float | None = None,
     output_schema: dict[str, Any] | Any | None = None,
+    compaction: Compaction | None = None,
 ) -> RunResult:
     """Run the agent loop in the caller's thread until complete, max_turns, max_budget or aborted.
 
@@ -204,6 +206,9 @@ def run_agent(
             ``miniagent.schema`` describes; the output is then converted to it). An invalid
             answer gets a user message quoting the problem and the loop goes on within
             ``max_turns`` (DESIGN.md "Structured output"). ``None``: any text completes.
+        compaction: before a request that would reach ``Compaction.trigger_tokens``, one summary
+            request (counts against the budgets, not ``max_turns``) committed as a marked message;
+            later requests send it and the newest whole units (``miniagent.compaction``).
 
     Returns:
         ``RunResult(messages, stop_reason, usage, output)``: every message (restored ones first),
@@ -217,8 +222,8 @@ def run_agent(
             output-token limit or the context window, stopped by a content filter, refused, or
             ended by a provider error (``.reason``, ``.detail``, ``.text``; nothing committed).
         SessionError: the session has a bad line or is locked by another run.
-        TypeError: ``session`` is not a ``SessionStore``, or ``output_schema`` is neither a dict
-            nor a type with a JSON Schema form.
+        TypeError: ``session`` is not a ``SessionStore``, ``output_schema`` is neither a dict
+            nor a type with a JSON Schema form, or ``compaction`` is not a ``Compaction``.
         ValueError: bad arguments (``max_turns`` not an int >= 0, duplicate tool names, both
             ``session`` and ``session_path`` (or ``session_fsync``) given, a bad
             ``max_total_tokens`` / ``max_cost_usd``, a cost budget the client cannot price, a
@@ -236,6 +241,7 @@ def run_agent(
     loop.budget = budget
     if output_schema is not None:
         loop.output = OutputSchema.of(output_schema)
+    loop.compaction = compaction
     if session is not None:
         _check_store(session, session_path, session_fsync)
         return loop.run(user, max_turns, session, context_max_chars)  # the caller closes it
@@ -290,6 +296,7 @@ class _Loop:
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
         self.budget: Budget | None = None
         self.output: OutputSchema | None = None
+        self.compaction: Compaction | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -300,7 +307,9 @@ class _Loop:
         session: SessionStore | None,
         context_max_chars: int | None,
     ) -> RunResult:
-        trimmer = Trimmer(self.messages, context_max_chars) if context_max_chars is not None else None
+        trimmer = context_for(
+            self.messages, context_max_chars, self.compaction, self.usage, self.system, self.specs
+        )
         self.session = session
         if session is not None:
             self.messages.extend(session.load())
@@ -313,6 +322,8 @@ class _Loop:
         self.record(message)
         try:
             for turn in range(1, max_turns + 1):
+                if isinstance(trimmer, Compactor):
+                    self.compact_if_due(trimmer)
                 if self.budget is not None and self.budget.reached(self.usage):
                     return self.stop("max_budget")
                 window = trimmer.window() if trimmer else MessageWindow(self.messages)
@@ -427,6 +438,17 @@ class _Loop:
         return result.content, result.is_error
 
     # --- named steps ----------------------------------------------------------------------------
+
+    def compact_if_due(self, context: Compactor) -> None:
+        """Before a request, when compaction is due and the budget allows a request: the summary
+        request, then its marked message is committed (``_Aborted`` when cancelled)."""
+        if not context.due() or (self.budget is not None and self.budget.reached(self.usage)):
+            return
+        summary = context.summarise(self.client, self.system, self.cancel)
+        if self.cancelled():
+            raise _Aborted
+        if summary is not None:
+            self.record(summary)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

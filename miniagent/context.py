@@ -13,7 +13,9 @@ Invariants:
 
 ``Trimmer`` is the incremental form the loop uses: it keeps unit boundaries and running sizes as
 messages are recorded, so each request costs O(1) amortised instead of a scan of the whole
-history; its window is always identical to ``trim_context`` of the same messages.
+history. It trims with slack (several units at once, at cut points that depend only on the
+messages), so the prefix of what is sent stays byte-stable for many requests and prompt caches
+keep hitting; its window keeps every promise above except being the longest suffix.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from typing import overload
 
 from .messages import Message
 
-__all__ = ["message_chars", "trim_context", "Trimmer", "MessageWindow"]
+__all__ = ["SLACK", "message_chars", "trim_context", "Trimmer", "MessageWindow"]
+
+SLACK = 4
+"""``Trimmer`` trims with slack: once the budget is exceeded it drops about ``1 / SLACK`` of the
+budget at once, so the next requests keep the same prefix."""
 
 
 def message_chars(message: Message) -> int:
@@ -122,9 +128,24 @@ class MessageWindow(Sequence[Message]):
 
 
 class Trimmer:
-    """Incremental ``trim_context`` over a growing list of messages.
+    """Incremental, cache-friendly trimming of a growing list of messages to a budget.
 
     Call ``window()`` before each request; it looks only at messages appended since the last call.
+    The window is a suffix of whole units within the budget that holds the newest unit, like
+    ``trim_context``'s, but trimmed with slack: its start moves only when the budget is exceeded,
+    and then to the next cut point. Cut points are unit starts at least ``max_chars // SLACK``
+    characters apart, counted from the first message, so
+
+    - between two moves the window only grows at its end: the request prefix stays byte-stable
+      and a provider's prompt cache keeps hitting, for about a ``1 / SLACK`` share of the budget
+      of new messages, instead of missing on every request once the budget is full;
+    - the start depends only on the messages (a resumed run cuts where the first one did);
+    - a move goes to the earliest cut point that fits, so the window then holds more than
+      ``max_chars - max_chars // SLACK`` characters less one unit (the cost of the slack) when
+      it moved one cut point, as it does while messages are small against the budget.
+
+    When no cut point leaves a window that fits (a large newest unit), the start is the earliest
+    unit start after the last cut point that does (``trim_context``'s rule).
 
     Args:
         messages: the record; must only be appended to while the trimmer is used.
@@ -139,20 +160,25 @@ class Trimmer:
         _check_budget(max_chars)
         self._messages = messages
         self._max_chars = max_chars
+        self._step = max(1, max_chars // SLACK)
         self._seen = 0
         # Running total of message_chars for messages[0:seen]; unit starts with the total before them.
         self._total = 0
         self._unit_starts: list[int] = []
         self._totals_before: list[int] = []
-        self._first = 0  # index into _unit_starts of the current window's first unit
+        self._cuts: list[int] = []  # indexes into _unit_starts of the cut points
+        self._first = 0  # index into _cuts of the current window's cut point
 
     def _absorb(self) -> None:
         messages = self._messages
+        starts, befores, cuts = self._unit_starts, self._totals_before, self._cuts
         for index in range(self._seen, len(messages)):
             message = messages[index]
-            if message.role != "tool" or not self._unit_starts:
-                self._unit_starts.append(index)
-                self._totals_before.append(self._total)
+            if message.role != "tool" or not starts:
+                if not cuts or self._total - befores[cuts[-1]] >= self._step:
+                    cuts.append(len(starts))
+                starts.append(index)
+                befores.append(self._total)
             self._total += message_chars(message)
         self._seen = len(messages)
 
@@ -166,9 +192,9 @@ class Trimmer:
             raise _too_small(size, self._max_chars)
 
     def window(self) -> MessageWindow:
-        """Return the trimmed view: identical in content to ``trim_context(messages, max_chars)``."""
+        """Return the trimmed view (see the class docstring for where it starts)."""
         self._absorb()
-        starts, befores, total = self._unit_starts, self._totals_before, self._total
+        starts, befores, cuts, total = self._unit_starts, self._totals_before, self._cuts, self._total
         if not starts:
             return MessageWindow(self._messages, len(self._messages))
         last = len(starts) - 1
@@ -176,7 +202,10 @@ class Trimmer:
         if newest > self._max_chars:
             raise _too_small(newest, self._max_chars)
         first = self._first
-        while total - befores[first] > self._max_chars:
+        while first + 1 < len(cuts) and total - befores[cuts[first]] > self._max_chars:
             first += 1
         self._first = first
-        return MessageWindow(self._messages, starts[first])
+        unit = cuts[first]
+        while total - befores[unit] > self._max_chars:  # only past the last cut point
+            unit += 1
+        return MessageWindow(self._messages, starts[unit])

@@ -27,6 +27,7 @@ __all__ = [
     "ToolCall",
     "Reasoning",
     "Message",
+    "Summary",
     "MISSING_RESULT",
     "unique_call_id",
     "message_to_json",
@@ -150,6 +151,27 @@ class Message:
         return message_from_json(data)
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Summary(Message):
+    """A compaction summary (``miniagent.compaction``): a user message whose ``content`` stands
+    for the conversation before the ``kept`` messages recorded just before it. The requests after
+    it send this message, then those messages, then the later ones; providers send it as the
+    user message it is. A subclass, so that every other message costs nothing more to build.
+
+    Args:
+        content: the summary as the model reads it (characters).
+        kept: how many of the messages recorded just before it are still sent as they are
+            (an int >= 0).
+    """
+
+    kept: int = 0
+
+    def __init__(self, content: str, kept: int) -> None:
+        """Set the fields (``role`` is ``"user"``; the other fields keep their defaults)."""
+        Message.__init__(self, "user", content)
+        _set_kept(self, kept)
+
+
 def unique_call_id(call_id: str, taken: set[str]) -> str:
     """``call_id`` itself when it is not in ``taken``, else the first of ``call_id_2``,
     ``call_id_3``, ... that is not; the result is added to ``taken``.
@@ -185,6 +207,7 @@ _set_tool_calls = _setter(Message, "tool_calls")
 _set_tool_call_id = _setter(Message, "tool_call_id")
 _set_is_error = _setter(Message, "is_error")
 _set_reasoning = _setter(Message, "reasoning")
+_set_kept = _setter(Summary, "kept")
 _set_call_id = _setter(ToolCall, "id")
 _set_call_name = _setter(ToolCall, "name")
 _set_call_input = _setter(ToolCall, "input")
@@ -217,8 +240,9 @@ def message_to_json(message: Message) -> dict[str, Any]:
     Shape: ``{"role", "content"}`` plus ``"tool_calls": [{"id", "name", "input"[, "input_error"]}]``
     for an assistant message with calls, ``"reasoning": [{["text"][, "signature"]
     [, "redacted_data"][, "origin", "data"]}]`` for one with reasoning (empty or ``None`` fields
-    left out), and
-    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message.
+    left out),
+    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message, and
+    ``"summary_kept"`` for a ``Summary``.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
@@ -235,6 +259,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["tool_call_id"] = message.tool_call_id
     if message.is_error:
         data["is_error"] = True
+    if isinstance(message, Summary):
+        data["summary_kept"] = message.kept
     return data
 
 
@@ -272,6 +298,8 @@ def message_from_json(data: Any) -> Message:
 
     A line written before a field existed loads with that field's default (no ``reasoning``:
     no reasoning blocks; a block without ``origin`` and ``data``: no provider-specific fields).
+    A user message with ``summary_kept`` is a ``Summary``; code that predates it loads it as a
+    plain user message.
 
     Raises:
         ValueError: ``data`` is not a well-formed message (the text says which field is wrong).
@@ -294,7 +322,12 @@ def message_from_json(data: Any) -> Message:
             raise ValueError("is_error is not a boolean")
         return _message("tool", content, (), call_id, is_error)
     if role == "user":
-        return _message("user", content, (), None, False)
+        kept = get("summary_kept")
+        if kept is None:
+            return _message("user", content, (), None, False)
+        if type(kept) is not int or kept < 0:
+            raise ValueError("summary_kept is not an int >= 0")
+        return Summary(content, kept)
     raw_calls = get("tool_calls", ())
     if type(raw_calls) is not list and raw_calls != ():
         raise ValueError("tool_calls is not a list")

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..approval import ApprovalPolicy, policy_for
+from ..compaction import Compaction
 from ..tools import Tool, tool_output_chars
 from .checks import UsageProblem
-from .defaults import default_system_prompt, resolve_approval
+from .defaults import compact_at, default_system_prompt, resolve_approval
 from .options import prices_of
 from .terminal import is_terminal
 
@@ -36,7 +37,15 @@ if TYPE_CHECKING:
     from .display import Display
     from .options import Options
 
-__all__ = ["Parts", "approval_policy", "assemble", "check_price", "create_client", "mcp_tools"]
+__all__ = [
+    "Parts",
+    "approval_policy",
+    "assemble",
+    "check_price",
+    "compaction_for",
+    "create_client",
+    "mcp_tools",
+]
 
 
 @dataclass(frozen=True)
@@ -48,12 +57,14 @@ class Parts:
         tools: the built-in tools, then the MCP servers' tools (in ``--mcp-config`` order).
         policy: the approval policy (``--approve``, or its default).
         system: the system prompt (``--system``, or one naming the workspace and the tools).
+        compaction: ``--compact-at`` (or ``chat``'s default) as ``run_agent``'s ``compaction``.
     """
 
     client: ModelClient
     tools: list[Tool]
     policy: ApprovalPolicy
     system: str
+    compaction: Compaction | None = None
 
 
 def assemble(options: Options, provider: str, display: Display, servers: list[MCPServerBase]) -> Parts:
@@ -87,7 +98,21 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
     system = options.system or default_system_prompt(options.folder, tools)
     if provider == "local":
         display.progress("starting the local model")
-    return Parts(create_client(options, provider), tools, policy, system)
+    client = create_client(options, provider)
+    return Parts(client, tools, policy, system, compaction_for(options, client, chat=display.chat))
+
+
+def compaction_for(options: Options, client: ModelClient, *, chat: bool) -> Compaction | None:
+    """``--compact-at`` (``defaults.compact_at``: ``chat`` compacts by default, at three
+    quarters of the embedded model's context size when the client is one) as a ``Compaction``."""
+    size = getattr(getattr(client, "server", None), "n_ctx", None)  # the embedded model's
+    tokens = compact_at(
+        options.compact_at,
+        chat=chat,
+        context_size=size if isinstance(size, int) and size > 0 else None,
+        max_output_tokens=options.max_output_tokens,
+    )
+    return Compaction(tokens) if tokens is not None else None
 
 
 def approval_policy(options: Options, tools: list[Tool]) -> ApprovalPolicy:

@@ -27,6 +27,7 @@ from ..approval import APPROVAL_MODES
 from ..tools import MIN_TOOL_OUTPUT_CHARS, Tool
 
 __all__ = [
+    "DEFAULT_CHAT_COMPACT_AT",
     "DEFAULT_MAX_TURNS",
     "EXIT_BUDGET",
     "EXIT_CODES",
@@ -40,6 +41,7 @@ __all__ = [
     "EXIT_TIMEOUT",
     "EXIT_USAGE",
     "PROVIDERS",
+    "compact_at",
     "default_session_path",
     "default_system_prompt",
     "exit_codes_text",
@@ -78,6 +80,9 @@ MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS
 """The smallest ``--context-max-chars``: a tool result (at least ``MIN_TOOL_OUTPUT_CHARS``) may
 take half of the budget."""
 DEFAULT_MAX_OUTPUT_TOKENS = 1024  # --max-output-tokens: every provider gets an output-token limit
+DEFAULT_CHAT_COMPACT_AT = 100_000
+"""``chat``'s ``--compact-at`` when not given, for a model whose context size the CLI does not
+know: under the 128,000-token windows of today's smaller hosted models, with room for the answer."""
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are miniagent, a careful assistant that works on the files in the folder {workspace}.
@@ -188,3 +193,22 @@ def default_system_prompt(workspace: Path, tools: Sequence[Tool]) -> str:
     """
     names = ", ".join(t.name for t in tools) or "none"
     return DEFAULT_SYSTEM_PROMPT.format(workspace=workspace, tools=names)
+
+
+def compact_at(
+    given: int | None, *, chat: bool, context_size: int | None, max_output_tokens: int
+) -> int | None:
+    """The ``--compact-at`` of a command: the tokens at which a run compacts, or ``None`` (never).
+
+    ``given`` wins (``0``: never). Without it, ``run`` never compacts and ``chat`` compacts at
+    three quarters of the model's context size when known (``context_size``: the embedded model's
+    ``n_ctx``), less room for one answer (``max_output_tokens``) and a turn's growth, else at
+    ``DEFAULT_CHAT_COMPACT_AT``.
+    """
+    if given is not None:
+        return given or None
+    if not chat:
+        return None
+    if context_size is None:
+        return DEFAULT_CHAT_COMPACT_AT
+    return max(256, min(context_size * 3 // 4, context_size - max_output_tokens - 512))

@@ -3,7 +3,8 @@
 Modes:
 
 - ``JsonDisplay`` (``--json``): stdout holds one JSON object per line and nothing else: each
-  committed message (``message_to_json``), then ``{"stop_reason": ..., "exit_code": ...}`` after
+  committed message (``message_to_json``; a compaction's summary is the user message with
+  ``"summary_kept"``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``,
   its ``cost_usd`` included) when the provider reported usage for a request:
   ``unreported_requests`` says how many came without). Notes are not printed.
@@ -37,7 +38,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .._text import replace_surrogates
 from ..agent import RunResult
-from ..messages import Message, ToolCall, json_text, message_to_json
+from ..messages import Message, Summary, ToolCall, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
 from ..output import OutputSchema
 from ..usage import Usage
@@ -227,6 +228,8 @@ class _TextDisplay(Display):
 
     def on_message(self, message: Message) -> None:
         super().on_message(message)
+        if isinstance(message, Summary):
+            self.note(compaction_note(message))
         if message.role == "user":
             self.spinner.show("thinking")
         elif message.role == "assistant":
@@ -311,6 +314,17 @@ def _encodable(text: str, stream: IO[str]) -> str:
     text = replace_surrogates(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
     encoding = getattr(stream, "encoding", None) or "utf-8"
     return text.encode(encoding, "replace").decode(encoding, "replace")
+
+
+def compaction_note(summary: Summary) -> str:
+    """The note for a compaction: ``miniagent: context compacted: ...`` (the summary's size and
+    how many messages it keeps as they are)."""
+    kept = summary.kept
+    return (
+        f"miniagent: context compacted: the earlier conversation is summarised in "
+        f"{len(summary.content):,} characters, the newest {kept} message{'' if kept == 1 else 's'} "
+        "kept as they are (the session keeps everything)"
+    )
 
 
 def usage_line(usage: Usage | None) -> str:

@@ -28,6 +28,7 @@ from .._catalogue import CHOSEN_BY_KEY, FALLBACK, FOR_BASE_URL, PROVIDERS, check
 from ..approval import APPROVAL_MODES, CommandRules
 from ..usage import PRICE_KEYS
 from .defaults import (
+    DEFAULT_CHAT_COMPACT_AT,
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MAX_TURNS,
     EXIT_BUDGET,
@@ -297,6 +298,18 @@ class Options:
         ),
     ] = None
 
+    compact_at: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--compact-at",
+            min=0,
+            metavar="TOKENS",
+            help="Before a model request that would reach TOKENS input tokens, replace the older "
+            "messages, in what is sent, by a summary the model writes (the session keeps every "
+            "message); 0: never. Default: run never; chat at "
+            f"{DEFAULT_CHAT_COMPACT_AT:,} (the embedded model: three quarters of its context).",
+        ),
+    ] = None
     max_output_tokens: Annotated[
         int,
         typer.Option(

@@ -86,7 +86,8 @@ def error_text(error: BaseException) -> str:
 
 def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | None) -> str:
     """The text after ``miniagent: error:`` for an answer that ended unnaturally: the reason, the
-    provider's word and what to change (``--max-output-tokens``, ``--context-max-chars``); a
+    provider's word and what to change (``--max-output-tokens``, ``--compact-at``,
+    ``--context-max-chars``); a
     refusal shows the start of its explanation. ``max_output_tokens``: the limit the run used."""
     said = f"stop reason {error.detail!r}" if error.detail else "no stop reason"
     if error.reason == "max_output_tokens":
@@ -97,8 +98,8 @@ def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | Non
         )
     if error.reason == "context_window":
         return (
-            f"the model's answer was cut: its context window is full ({said}); send less of the "
-            "history with --context-max-chars N"
+            f"the model's answer was cut: its context window is full ({said}); compact the history "
+            "sooner with --compact-at TOKENS, or send less of it with --context-max-chars N"
         )
     if error.reason == "content_filter":
         return f"the provider's content filter stopped the model's answer ({said}); rephrase the request"

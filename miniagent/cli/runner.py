@@ -300,6 +300,7 @@ class Runner:
             max_total_tokens=self.options.max_total_tokens,
             max_cost_usd=self.options.max_cost,
             output_schema=self.output_schema,
+            compaction=self.parts.compaction,
         )
 
     def _before_tool_call(self, call: ToolCall) -> Approval:

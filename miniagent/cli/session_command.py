@@ -14,14 +14,15 @@ import os
 from pathlib import Path
 
 from ..errors import SessionError
-from ..messages import Message
+from ..messages import Message, Summary
 from ..session import JSONLSession, holds_record, session_lines
 
 __all__ = ["pop_last_exchange"]
 
 
 def pop_last_exchange(path: Path) -> list[Message]:
-    """Remove the last user message of the session at ``path`` and every message after it.
+    """Remove the last user message of the session at ``path`` and every message after it (a
+    compaction's ``Summary`` is not one: the message before it and the summary go).
 
     Returns:
         The removed messages, oldest first.
@@ -34,11 +35,16 @@ def pop_last_exchange(path: Path) -> list[Message]:
         raise SessionError(path, "no such session file")
     with JSONLSession(path) as store:
         messages = store.load()  # takes the lock; a bad line raises, nothing is changed
-        last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+        last_user = next((i for i in range(len(messages) - 1, -1, -1) if _said_by_user(messages[i])), None)
         if last_user is None:
             raise SessionError(path, "has no user message to drop")
         os.truncate(path, _line_start(path.read_bytes(), last_user))
     return messages[last_user:]
+
+
+def _said_by_user(message: Message) -> bool:
+    """A user message that is not a compaction summary (which the loop wrote)."""
+    return message.role == "user" and not isinstance(message, Summary)
 
 
 def _line_start(data: bytes, index: int) -> int:

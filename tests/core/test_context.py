@@ -1,6 +1,9 @@
-"""trim_context and message_chars, exactly as DESIGN.md says; the incremental Trimmer agrees."""
+"""trim_context and message_chars, exactly as DESIGN.md says; the incremental Trimmer keeps its promises
+and trims with slack."""
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -64,20 +67,55 @@ messages = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(messages, st.integers(1, 60))
-def test_trimmer_is_identical_to_trim_context_at_every_step(history: list[Message], budget: int) -> None:
+def test_trimmer_keeps_trim_contexts_promises_at_every_step(history: list[Message], budget: int) -> None:
+    # Whole units within the budget, the newest unit held, the same errors; never a longer
+    # window than trim_context's; the start only moves forward; a fresh trimmer on the same
+    # record (a resumed run) gives the same window.
     record: list[Message] = []
     trimmer = Trimmer(record, budget)
+    previous_start = 0
     for message in history:
         record.append(message)
         try:
-            expected: object = trim_context(record, budget)
+            expected: list[Message] | None = trim_context(record, budget)
         except ValueError:
-            expected = ValueError
+            expected = None
         try:
-            got: object = list(trimmer.window())
+            got: list[Message] | None = list(trimmer.window())
         except ValueError:
-            got = ValueError
-        assert got == expected
+            got = None
+        assert (got is None) == (expected is None)
+        if got is None or expected is None:
+            continue
+        start = len(record) - len(got)
+        assert record[start:] == got and len(got) <= len(expected)
+        assert sum(map(message_chars, got)) <= budget
+        assert start == 0 or record[start].role != "tool"
+        assert start >= previous_start
+        previous_start = start
+        if len(expected) == len(record):
+            assert got == record  # nothing to trim: the whole record
+        assert list(Trimmer(list(record), budget).window()) == got
+
+
+def test_trimming_with_slack_keeps_the_prefix_for_many_requests() -> None:
+    # 200 turns of two 50-character units against a 2,000-character budget: trim_context moves
+    # its start on every request once the budget is full; the trimmer moves it once per 500
+    # characters (a quarter of the budget), dropping ten units at a time.
+    record: list[Message] = []
+    trimmer = Trimmer(record, 2_000)
+    starts, longest = [], []
+    for turn in range(200):
+        record.append(Message("user", f"{turn:03d}" + "u" * 47))
+        record.append(Message("assistant", "a" * 50))
+        window = trimmer.window()
+        starts.append(len(record) - len(window))
+        longest.append(len(record) - len(trim_context(record, 2_000)))
+        assert 1_500 <= sum(map(message_chars, window)) <= 2_000 or len(window) == len(record)
+    assert len(set(longest)) > 180
+    moves = len(set(starts)) - 1
+    assert moves == (200 * 100 - 2_000) // 500
+    assert all(b - a in (0, 10) for a, b in itertools.pairwise(starts))
 
 
 @settings(max_examples=300, deadline=None)

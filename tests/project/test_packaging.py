@@ -37,6 +37,7 @@ PUBLIC = [
     "ReasoningEvent",
     "Usage",
     "UsageEvent",
+    "Compaction",
 ]
 
 
