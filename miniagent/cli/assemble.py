@@ -53,7 +53,14 @@ class Parts:
     system: str
 
 
-def assemble(options: Options, provider: str, display: Display, servers: list[MCPServerBase]) -> Parts:
+def assemble(
+    options: Options,
+    provider: str,
+    display: Display,
+    servers: list[MCPServerBase],
+    *,
+    continuing: bool = False,
+) -> Parts:
     """Create the tools (starting the ``--mcp-config`` servers), the approval policy, the system
     prompt and the model client (a local model starts here). Blocks: the runner calls it in a
     thread it can abandon.
@@ -63,6 +70,7 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
         provider: the provider to create the client for (``defaults.resolve_provider``).
         display: shows the progress of slow steps.
         servers: each MCP server is appended here before it starts (the caller stops them).
+        continuing: ``run --continue`` (the default approval mode is then ``defer``).
 
     Raises:
         MCPError: an MCP server could not be started or listed (the error names it).
@@ -74,17 +82,18 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
     limit = tool_output_chars(options.context_max_chars)
     tools = default_tools(options.folder, max_output_chars=limit)
     tools += mcp_tools(options, display, servers, reserved=[t.name for t in tools])
-    policy = approval_policy(options, tools)
+    policy = approval_policy(options, tools, continuing=continuing)
     system = options.system or default_system_prompt(options.folder, tools)
     if provider == "local":
         display.progress("starting the local model")
     return Parts(create_client(options, provider), tools, policy, system)
 
 
-def approval_policy(options: Options, tools: list[Tool]) -> ApprovalPolicy:
+def approval_policy(options: Options, tools: list[Tool], *, continuing: bool = False) -> ApprovalPolicy:
     """The policy of ``--approve`` (default: ``ask`` when stdin is a terminal, else
-    ``read-only``); a read-only refusal says whether the user chose it or no one can be asked."""
-    mode = resolve_approval(options.approve, is_terminal(sys.stdin))
+    ``read-only``, or ``defer`` when ``continuing``); a read-only refusal says whether the user
+    chose it or no one can be asked."""
+    mode = resolve_approval(options.approve, is_terminal(sys.stdin), continuing=continuing)
     chosen = options.approve == "read-only"  # else the default without a terminal
     why = "read-only tools were chosen" if chosen else "this run is non-interactive"
     return policy_for(mode, tools, why, remedy="ask the user to re-run with --approve all")
