@@ -252,4 +252,3 @@ def can_continue(messages: Sequence[Message]) -> str | None:
     if last.role == "assistant" and not last.tool_calls:
         return "the session ends with the model's answer: there is nothing to continue (give a new prompt)"
     return None
-
