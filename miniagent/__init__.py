@@ -2,7 +2,8 @@
 
 ``run_agent()`` blocks in the caller's thread, streams a model's events, runs the tools it asks
 for one after another, records every message (optionally to a JSONL session) and returns the
-record with one of four stop reasons: ``complete``, ``max_turns``, ``max_budget``, ``aborted``.
+record with one of six stop reasons: ``complete``, ``max_turns``, ``max_budget``, ``deferred``
+(a call waits for a decision: ``Approval.defer``), ``no_progress`` (``max_repeats``), ``aborted``.
 
 Importing this package imports only the standard library. HTTP providers live in
 ``miniagent.providers`` (extra ``http``), built-in tools in ``miniagent.toolbox``, the CLI in

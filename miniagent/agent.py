@@ -27,14 +27,20 @@ decides when to stop. Invariants, each tested:
   ``DoneEvent`` says it ended unnaturally (``DoneEvent.incomplete``) and that holds no tool
   call raises ``IncompleteResponseError`` after checkpoint 2, nothing of it committed; with tool
   calls it is committed (a cut call carries an input error, so its result says it was cut).
+- Unattended runs (DESIGN.md "Round 3 contracts", ``miniagent.pending``): a hook's
+  ``Approval.defer()`` stops the run ``deferred`` before that call, after one ``pending`` note;
+  a later run asks the hook again for each pending call before anything else, and writes a
+  ``started`` note before a pending call's tool runs, so it runs at most once, also across
+  ``kill -9``. Notes stay in the record and never reach the model (``conversation``).
+- ``max_repeats`` (``miniagent.repeats``): the same call with the same result that many times in
+  a row stops the run ``no_progress`` before the next request.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._log import INFO, Logger
 from .budget import Budget, Tally
@@ -54,9 +60,12 @@ from .model import (
     UsageEvent,
 )
 from .output import OutputSchema
+from .pending import INTERRUPTED_AFTER_START, note
+from .repeats import Repeats, check_max_repeats
+from .result import RunResult, StopReason, exit_code_for_stop_reason
+from .resume import check_start, repair_open_calls
 from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
-from .usage import Usage
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
@@ -73,11 +82,11 @@ __all__ = [
     "APPROVAL_FAILED",
     "NOT_APPROVED",
     "MISSING_RESULT",
+    "INTERRUPTED_AFTER_START",
 ]
 
 _log = Logger("miniagent.agent")  # requests, tools, stop reason (see _log: nothing until an app logs)
 
-StopReason = Literal["complete", "max_turns", "aborted", "max_budget"]
 
 # Literal texts of the contract (DESIGN.md, "The loop").
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
@@ -87,76 +96,13 @@ TOOL_EXECUTION_FAILED = "tool execution failed"
 APPROVAL_FAILED = "approval failed"
 NOT_APPROVED = "tool call not approved"
 
-_EXIT_CODES: dict[str, int] = {"complete": 0, "max_turns": 2, "max_budget": 3, "aborted": 130}
-
-
-@dataclass(slots=True)
-class RunResult:
-    """What a run returns: the whole record (restored history included), why it stopped, and
-    what this run's model requests used (the sum of their ``UsageEvent``s; a request that
-    reported none counts in ``requests`` and ``unreported_requests``, its cost unknown).
-
-    ``output``: with ``run_agent(output_schema=...)`` and stop reason ``complete``, the final
-    answer decoded from JSON (converted to the type when the schema was given as a type);
-    otherwise ``None``.
-    """
-
-    messages: list[Message]
-    stop_reason: StopReason
-    usage: Usage = field(default_factory=Usage)
-    output: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object of this result, to cross a process boundary (a task queue, a web API):
-        ``{"messages": [Message.to_json(), ...], "stop_reason", "usage": Usage.to_json()}``."""
-        return {
-            "messages": [message.to_json() for message in self.messages],
-            "stop_reason": self.stop_reason,
-            "usage": self.usage.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> RunResult:
-        """The result of ``to_json``'s object (a dict, or its JSON text as ``str`` / ``bytes``).
-
-        Raises:
-            ValueError: not JSON, not an object, an unknown stop reason, or a bad message or usage.
-        """
-        if isinstance(data, (str, bytes, bytearray)):
-            from ._json import loads
-
-            data = loads(data)
-        if type(data) is not dict:
-            raise ValueError("a run result is a JSON object")
-        stop_reason = data.get("stop_reason")
-        if stop_reason not in _EXIT_CODES:
-            raise ValueError(f"unknown stop reason: {stop_reason!r}")
-        messages = data.get("messages", [])
-        if type(messages) is not list:
-            raise ValueError("messages is not a list")
-        usage = Usage.from_json(data["usage"]) if data.get("usage") is not None else Usage()
-        return cls([Message.from_json(item) for item in messages], stop_reason, usage)
-
-
-def exit_code_for_stop_reason(stop_reason: StopReason) -> int:
-    """Map a stop reason to a process exit code: complete 0, max_turns 2, max_budget 3,
-    aborted 130.
-
-    Raises:
-        ValueError: not one of the four stop reasons.
-    """
-    try:
-        return _EXIT_CODES[stop_reason]
-    except KeyError:
-        raise ValueError(f"unknown stop reason: {stop_reason!r}") from None
-
 
 def run_agent(
     *,
     client: ModelClient,
     system: str,
     tools: Sequence[Tool],
-    user: str,
+    user: str | None,
     max_turns: int,
     cancel: threading.Event | None = None,
     before_tool_call: BeforeToolCall | None = None,
@@ -170,18 +116,26 @@ def run_agent(
     max_cost_usd: float | None = None,
     output_schema: dict[str, Any] | Any | None = None,
     compaction: Compaction | None = None,
+    max_repeats: int | None = None,
 ) -> RunResult:
-    """Run the agent loop in the caller's thread until complete, max_turns, max_budget or aborted.
+    """Run the agent loop in the caller's thread until it stops with one of the six stop reasons.
 
     Args:
         client: the model (``stream(request)`` yields events).
         system: the system prompt.
         tools: the tools the model may call (names must be unique).
-        user: this run's user message.
+        user: this run's user message; ``None`` goes on from the restored record without one
+            (after pending calls, tool results or a user message; not after the model's answer).
+            Calls that wait for a decision are always settled first: ``before_tool_call`` is
+            asked again for each, in order (approve: a ``started`` note, then it runs and its
+            result is recorded; refuse: the reason is recorded; defer: the run stops
+            ``deferred`` again and ``user`` is not written); then ``user`` is recorded, if given.
         max_turns: the most model requests this run makes (>= 0); the last turn's tools still run.
         cancel: set it from any thread to stop; checked at the spec's four checkpoints and on
             every streamed event. ``None``: no cancellation.
         before_tool_call: approval hook asked before each call; ``None`` approves everything.
+            ``Approval.defer()`` stops the run ``deferred`` before that call (a ``pending`` note
+            is recorded; ``RunResult.pending`` lists it and the later calls of its turn).
         session_path: JSONL file to restore from and append to (a ``JSONLSession`` opened and
             locked for the run, closed at its end); ``None``: nothing persisted.
         context_max_chars: character budget of what is sent to the model (the record stays
@@ -209,11 +163,15 @@ def run_agent(
         compaction: before a request that would reach ``Compaction.trigger_tokens``, one summary
             request (counts against the budgets, not ``max_turns``) committed as a marked message;
             later requests send it and the newest whole units (``miniagent.compaction``).
+        max_repeats: stop with ``no_progress`` before a request once this run has answered the
+            same call (same tool name, same arguments as canonical JSON) with the same result
+            that many times in a row (an int >= 2; calls of ``Tool.repeatable`` tools never
+            count; ``miniagent.repeats``). ``None``: no such stop.
 
     Returns:
-        ``RunResult(messages, stop_reason, usage, output)``: every message (restored ones first),
-        the sum of this run's ``UsageEvent``s, and the valid structured answer (``None`` without
-        ``output_schema``).
+        ``RunResult(messages, stop_reason, usage, output, pending)``: every message (restored
+        ones first, notes included), the sum of this run's ``UsageEvent``s, the valid
+        structured answer (``None`` without ``output_schema``) and the calls left pending.
 
     Raises:
         EmptyResponseError: a turn ended naturally with neither text nor calls (nothing
@@ -228,8 +186,9 @@ def run_agent(
             ``session`` and ``session_path`` (or ``session_fsync``) given, a bad
             ``max_total_tokens`` / ``max_cost_usd``, a cost budget the client cannot price, a
             budget whose requests came without usage, a context budget < 1, a ``user`` message
-            larger than the context budget (raised before anything is written), or, later, a
-            newest unit larger than the context budget).
+            larger than the context budget, ``user=None`` on a record with nothing to go on
+            from, a ``max_repeats`` that is not an int >= 2 (each raised before anything is
+            written), or, later, a newest unit larger than the context budget).
         OSError: appending to the session failed.
         Exception: whatever the model client, the approval hook or a tool raised, the original
             object, after the current and remaining calls were closed.
@@ -237,8 +196,11 @@ def run_agent(
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
         raise ValueError(f"max_turns must be an int >= 0, got {max_turns!r}")
     budget = Budget.checked(max_total_tokens, max_cost_usd, client)
+    check_max_repeats(max_repeats)
     loop = _Loop(client, system, tools, cancel, before_tool_call, on_event, on_message)
     loop.budget = budget
+    if max_repeats is not None:
+        loop.repeats = Repeats(max_repeats, {t.name for t in tools if t.repeatable})
     if output_schema is not None:
         loop.output = OutputSchema.of(output_schema)
     loop.compaction = compaction
@@ -289,7 +251,8 @@ class _Loop:
         self.before_tool_call = before_tool_call
         self.on_event = on_event
         self.on_message = on_message
-        self.messages: list[Message] = []
+        self.messages: list[Message] = []  # the record: every committed message, notes included
+        self.conversation: list[Message] = []  # what requests are built from: the record without notes
         self.session: SessionStore | None = None
         self.logging = _log.enabled(INFO)  # whether the request/tool records can reach a handler
         self.usage = Tally()
@@ -297,36 +260,36 @@ class _Loop:
         self.budget: Budget | None = None
         self.output: OutputSchema | None = None
         self.compaction: Compaction | None = None
+        self.repeats: Repeats | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
     def run(
         self,
-        user: str,
+        user: str | None,
         max_turns: int,
         session: SessionStore | None,
         context_max_chars: int | None,
     ) -> RunResult:
         trimmer = context_for(
-            self.messages, context_max_chars, self.compaction, self.usage, self.system, self.specs
+            self.conversation, context_max_chars, self.compaction, self.usage, self.system, self.specs
         )
-        self.session = session
-        if session is not None:
-            self.messages.extend(session.load())
+        self.restore(session)
         if self.cancelled():  # checkpoint 1: nothing written
             return self.stop("aborted")
-        message = Message("user", user)
-        if trimmer is not None:
-            trimmer.check_fits(message)  # a budget that cannot hold it fails before any write
-        self.answer_interrupted_calls()
-        self.record(message)
+        message = None if user is None else Message("user", user)
+        check_start(self.messages, message, trimmer)  # fails before any write
         try:
+            self.close_open_calls()  # resume repair, then the pending calls (may stop deferred)
+            if message is not None:
+                self.record(message)
             for turn in range(1, max_turns + 1):
                 if isinstance(trimmer, Compactor):
                     self.compact_if_due(trimmer)
-                if self.budget is not None and self.budget.reached(self.usage):
-                    return self.stop("max_budget")
-                window = trimmer.window() if trimmer else MessageWindow(self.messages)
+                limit = self.limit_reached()
+                if limit is not None:
+                    return self.stop(limit)
+                window = trimmer.window() if trimmer else MessageWindow(self.conversation)
                 started = self.log_request(turn, window) if self.logging else 0.0
                 text, calls, reasoning, ending = self.stream_turn(window)
                 if self.logging:
@@ -347,6 +310,8 @@ class _Loop:
                 self.run_tool_calls(calls)
         except _Aborted:
             return self.stop("aborted")
+        except _Deferred as deferred:
+            return self.stop("deferred", pending=deferred.calls)
         return self.stop("max_turns")
 
     def stream_turn(
@@ -413,17 +378,33 @@ class _Loop:
         unique = unique_call_id(call.id, taken)
         return ToolCallEvent(ToolCall(unique, call.name, call.input, call.input_error))
 
-    def run_tool_calls(self, calls: list[ToolCall]) -> None:
-        """Answer every call in order, each with exactly one tool message."""
+    def run_tool_calls(self, calls: list[ToolCall], resumed: bool = False) -> None:
+        """Answer every call in order, each with exactly one tool message, unless the hook defers
+        one (``_Deferred``). ``resumed``: the calls were pending (their deferral is recorded, and
+        each tool's start is noted before it runs)."""
         for index, call in enumerate(calls):
             approval = self.ask_approval(calls, index)
             self.checkpoint(calls, index)  # checkpoint 3: the tool never starts
-            content, is_error = self.tool_result(calls, index, approval)
+            if approval.deferred:
+                self.defer(calls, index, approval.reason, resumed)
+            content, is_error = self.tool_result(calls, index, approval, resumed)
             self.record_result(call, content, is_error)
+            if self.repeats is not None:
+                self.repeats.answered(call, content, is_error)
             self.checkpoint(calls, index + 1)  # checkpoint 4: the real result is kept
 
-    def tool_result(self, calls: list[ToolCall], index: int, approval: Approval) -> tuple[str, bool]:
-        """Refusal, unknown tool, bad input, or the tool's own result, as (content, is_error)."""
+    def defer(self, calls: list[ToolCall], index: int, reason: str, resumed: bool) -> None:
+        """Stop before ``calls[index]``: it and the later calls stay pending, without a result.
+        A first deferral records one ``pending`` note (a resumed call already has one)."""
+        if not resumed:
+            self.record(note(calls[index].id, "pending", reason))
+        raise _Deferred(tuple(calls[index:]))
+
+    def tool_result(
+        self, calls: list[ToolCall], index: int, approval: Approval, resumed: bool = False
+    ) -> tuple[str, bool]:
+        """Refusal, unknown tool, bad input, or the tool's own result, as (content, is_error).
+        A resumed call's ``started`` note is committed right before its tool runs."""
         call = calls[index]
         if not approval.approved:
             return approval.reason or NOT_APPROVED, True
@@ -434,6 +415,8 @@ class _Loop:
         if problem:
             self.checkpoint(calls, index)  # a check stopped by the cancel: the tool never starts
             return f"invalid input for {call.name}: {problem}", True
+        if resumed:
+            self.record(note(call.id, "started"))  # stored before the tool starts: at most once
         result = self.execute(calls, index, tool)
         return result.content, result.is_error
 
@@ -453,9 +436,26 @@ class _Loop:
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
 
+    def restore(self, session: SessionStore | None) -> None:
+        """Load the session's record (the conversation: the record without its notes)."""
+        self.session = session
+        if session is not None:
+            self.messages.extend(session.load())
+            self.conversation.extend(m for m in self.messages if m.state is None)
+
+    def limit_reached(self) -> StopReason | None:
+        """The stop before a request: a budget reached, or the same call repeated to the limit."""
+        if self.budget is not None and self.budget.reached(self.usage):
+            return "max_budget"
+        if self.repeats is not None and self.repeats.stalled:
+            return "no_progress"
+        return None
+
     def record(self, message: Message) -> None:
         """Commit: memory first, then the session file, then tell the observer."""
         self.messages.append(message)
+        if message.state is None:
+            self.conversation.append(message)
         if self.session is not None:
             self.session.append(message)
         if self.on_message is not None:
@@ -524,21 +524,14 @@ class _Loop:
         for call in calls[failed + 1 :]:
             self.record_result(call, NOT_EXECUTED_AFTER_FAILURE, is_error=True)
 
-    def answer_interrupted_calls(self) -> None:
-        """Resume repair: answer calls of the restored history's last assistant message that
-        have no result (the previous process died between commit and result) with the error
-        result ``MISSING_RESULT``."""
-        answered: set[str] = set()
-        for message in reversed(self.messages):
-            if message.role == "tool":
-                if message.tool_call_id is not None:
-                    answered.add(message.tool_call_id)
-                continue
-            if message.role == "assistant":
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        self.record_result(call, MISSING_RESULT, is_error=True)
-            return
+    def close_open_calls(self) -> None:
+        """Resume repair (``resume.repair_open_calls``: results for the calls cut off or started),
+        then the pending calls are asked again."""
+        results, pending = repair_open_calls(self.messages)
+        for message in results:
+            self.record(message)
+        if pending:
+            self.run_tool_calls(list(pending), resumed=True)
 
     # --- logs (only when an application receives ``miniagent`` records; decided once per run) ---
 
@@ -560,9 +553,9 @@ class _Loop:
         done = "tool %s (%s) done in %.2f s: %s, %d characters"
         _log.info(done, tool.name, call.id, seconds, outcome, len(result.content))
 
-    def stop(self, reason: StopReason, output: Any = None) -> RunResult:
+    def stop(self, reason: StopReason, output: Any = None, pending: tuple[ToolCall, ...] = ()) -> RunResult:
         _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
-        return RunResult(self.messages, reason, self.usage.total(), output)
+        return RunResult(self.messages, reason, self.usage.total(), output, pending)
 
 
 def _check_answer(text: str, ending: DoneEvent | None) -> None:
@@ -580,6 +573,14 @@ def _check_answer(text: str, ending: DoneEvent | None) -> None:
 
 class _Aborted(Exception):
     """Internal: the run was cancelled and every open call has been answered."""
+
+
+class _Deferred(Exception):
+    """Internal: the hook deferred a call; ``calls`` are pending (recorded as such)."""
+
+    def __init__(self, calls: tuple[ToolCall, ...]) -> None:
+        super().__init__()
+        self.calls = calls
 
 
 def _close(events: Iterable[ModelEvent] | None) -> None:

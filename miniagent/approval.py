@@ -11,6 +11,8 @@
   shell will read the line (``shellwords``, ``_command_rules``); ``READ_ONLY_COMMANDS`` is the
   default read-only set (``ls``, ``cat``, ``wc``, ``grep``... with their safe options and paths
   confined to the workspace).
+- ``defer_changes(tools)``: approves read-only tools and defers the others (``Approval.defer``):
+  the run stops ``deferred`` before the first call that needs a person's decision.
 - ``policy_for(mode, tools, why)``: the policy of an approval mode by name (``APPROVAL_MODES``:
   the CLI's ``--approve`` values), as an ``ApprovalPolicy`` that also tells whether a call will
   wait for a person (``will_ask``); with command rules (``allow_commands``, ``deny_commands``,
@@ -40,6 +42,7 @@ __all__ = [
     "ask_on_terminal",
     "TerminalApproval",
     "allow_tools",
+    "defer_changes",
     "describe_call",
     "show_call",
     "visible",
@@ -108,6 +111,26 @@ def allow_tools(names: Iterable[str], otherwise: BeforeToolCall) -> BeforeToolCa
         if call.name in allowed:
             return Approval(True)
         return otherwise(call)
+
+    return policy
+
+
+def defer_changes(
+    tools: Iterable[Tool], *, reason: str = "waiting for a decision: it may change files or run commands"
+) -> BeforeToolCall:
+    """Return a policy that approves tools with ``read_only`` set and defers every other call
+    (``Approval.defer(reason)``), so an unattended run stops ``deferred`` before the first call
+    that needs a decision (DESIGN.md "Unattended runs"); names not among ``tools`` are approved
+    (the loop records ``unknown tool: NAME``).
+
+    Args:
+        tools: the run's tools (their names and ``read_only`` flags are copied now).
+        reason: why a call waits, kept in the record's ``pending`` note.
+    """
+    changing = frozenset(t.name for t in tools if not t.read_only)
+
+    def policy(call: ToolCall) -> Approval:
+        return Approval.defer(reason) if call.name in changing else Approval(True)
 
     return policy
 
@@ -305,6 +328,10 @@ def _all(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
     return _Unattended(approve_all)
 
 
+def _defer(tools: tuple[Tool, ...], why: str, remedy: str) -> ApprovalPolicy:
+    return _Unattended(defer_changes(tools))
+
+
 # --- command rules ------------------------------------------------------------------------------
 
 COMMAND_TOOL = "run_command"
@@ -371,7 +398,7 @@ class CommandPolicy:
         if self._final(verdict):
             return Approval(False, f"{verdict.reason}. {_RULES_HINT}")
         decision = self.otherwise(call)
-        if decision.approved or getattr(decision, "deferred", False):
+        if decision.approved or decision.deferred:
             return decision
         return Approval(False, f"{verdict.reason}; {decision.reason}")
 
@@ -424,11 +451,12 @@ _POLICIES: dict[str, Callable[[tuple[Tool, ...], str, str], ApprovalPolicy]] = {
     "ask": _ask,
     "read-only": _read_only,
     "all": _all,
+    "defer": _defer,
 }
 
 APPROVAL_MODES: tuple[str, ...] = tuple(_POLICIES)
 """The names ``policy_for`` knows, in the order help texts list them: ``ask``, ``read-only``,
-``all``."""
+``all``, ``defer``."""
 
 
 def policy_for(
@@ -447,7 +475,8 @@ def policy_for(
         mode: one of ``APPROVAL_MODES``: ``"ask"`` a person on the terminal before each call
             (``TerminalApproval(tools)``: read-only tools run without asking), ``"read-only"``
             (``read_only(tools, why=why)``: tools that may change something are refused),
-            ``"all"`` (``approve_all``).
+            ``"all"`` (``approve_all``), ``"defer"`` (``defer_changes(tools)``: tools that may
+            change something wait for a decision; the run stops ``deferred``).
         tools: the run's tools (their names and ``read_only`` flags are copied now).
         why: why only read-only tools run, as ``read_only``'s refusal says it (other modes
             ignore it).

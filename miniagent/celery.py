@@ -16,7 +16,13 @@ One task runs one ``run_agent`` with a ``RedisSession`` keyed by the caller's ru
   ``aborted``. The run itself lives in a thread of the task, so the exception Celery raises for a
   soft time limit lands in the waiting task thread, never inside a tool.
 - The task returns ``{"run_id", **RunResult.to_json()}``: ``messages`` (``Message.to_json()``
-  objects), ``stop_reason`` and ``usage``; ``RunResult.from_json`` reads it back.
+  objects), ``stop_reason``, ``usage`` and ``pending``; ``RunResult.from_json`` reads it back.
+- Approval is the spec's ``approve`` mode (``approval.policy_for``: ``all``, ``read-only`` or
+  ``defer``). With ``defer`` a call that may change something stops the task with stop reason
+  ``deferred`` and the calls in ``pending``; record decisions in the run's session
+  (``pending.decide(RedisSession(url, run_id), call_id, approved)``), then send the task again
+  with ``user=None``: the decided calls are answered so (an approved one runs at most once), the
+  others asked again, and the run goes on without a new user message.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ from importlib import import_module
 from typing import Any
 
 from .agent import RunResult, run_agent
+from .approval import policy_for
+from .messages import Message
+from .pending import decided
 from .stores.redis_store import RedisSession
 from .tools import Tool
 
 __all__ = ["AgentSpec", "agent_task", "RESUMED"]
 
 RESUMED = "(This run was interrupted and resumed on another worker: go on with the task.)"
+_WORKER_MODES = ("all", "read-only", "defer")  # the approval modes that need no terminal
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,12 @@ class AgentSpec:
             ``tool_options`` as keyword arguments; ``None``: no tools.
         tool_options: JSON-able keyword arguments for ``tools`` (e.g. ``{"workspace": "/srv/x"}``).
         client_options: JSON-able keyword arguments for ``create_client`` (timeouts, ...).
+        approve: the approval mode (``approval.policy_for``): ``"all"``, ``"read-only"`` or
+            ``"defer"`` (calls that may change something wait for a decision).
+        max_repeats: ``run_agent(max_repeats=...)`` (``None``: no such stop).
+
+    Raises:
+        ValueError: ``approve`` is not one a worker can apply (``"ask"`` needs a terminal).
     """
 
     provider: str
@@ -60,6 +76,12 @@ class AgentSpec:
     tools: str | None = None
     tool_options: dict[str, Any] = field(default_factory=dict)
     client_options: dict[str, Any] = field(default_factory=dict)
+    approve: str = "all"
+    max_repeats: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.approve not in _WORKER_MODES:
+            raise ValueError(f"approve must be one of {', '.join(_WORKER_MODES)}, not {self.approve!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a JSON object (a task argument)."""
@@ -91,7 +113,9 @@ def agent_task(
     """Register the agent task on the Celery ``app`` and return it.
 
     Call it as ``task.delay(run_id, user, spec.to_dict())`` (or ``apply_async``); the result is
-    ``{"run_id", "messages", "stop_reason", "usage"}`` (``RunResult.from_json`` reads it).
+    ``{"run_id", "messages", "stop_reason", "usage", "pending"}`` (``RunResult.from_json`` reads
+    it). ``user=None`` goes on from the run's session without a new user message (after a
+    ``deferred`` stop and the decisions recorded in the session).
 
     Args:
         app: the ``celery.Celery`` application (its broker: e.g. the same Redis).
@@ -109,18 +133,20 @@ def agent_task(
     options = {"acks_late": True, "reject_on_worker_lost": True, **task_options}
 
     @app.task(bind=True, name=name, **options)  # type: ignore[untyped-decorator]
-    def run(task: Any, run_id: str, user: str, spec: dict[str, Any]) -> dict[str, Any]:
+    def run(task: Any, run_id: str, user: str | None, spec: dict[str, Any]) -> dict[str, Any]:
         agent = AgentSpec.from_dict(spec)
         with RedisSession(redis_url, run_id, lease_seconds, owner=task.request.id) as store:
             history = store.load()  # takes the lease: a duplicate run id fails here, at once
-            prompt = RESUMED if history else user
-            result = _run_cancellable(agent, prompt, store)
+            prompt = RESUMED if history and user is not None else user
+            result = _run_cancellable(agent, prompt, store, history)
         return {"run_id": run_id, **result.to_json()}
 
     return run
 
 
-def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunResult:
+def _run_cancellable(
+    agent: AgentSpec, user: str | None, store: RedisSession, history: list[Message]
+) -> RunResult:
     """Run in a thread; SIGTERM (revoke with terminate) or any exception raised into the waiting
     task thread (the soft time limit) sets the cancel event, then waits for the run to close."""
     from .providers import create_client
@@ -137,14 +163,17 @@ def _run_cancellable(agent: AgentSpec, user: str, store: RedisSession) -> RunRes
             finished.set()
             return
         try:
+            tools = agent.build_tools()
             outcome["result"] = run_agent(
                 client=client,
                 system=agent.system,
-                tools=agent.build_tools(),
+                tools=tools,
                 user=user,
                 max_turns=agent.max_turns,
                 cancel=cancel,
+                before_tool_call=decided(history, policy_for(agent.approve, tools)),
                 session=store,
+                max_repeats=agent.max_repeats,
             )
         except BaseException as error:  # handed to the task thread
             outcome["error"] = error

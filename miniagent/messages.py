@@ -8,6 +8,9 @@ Invariants (spec, "Record the message first"):
   ``tool`` message whose ``tool_call_id`` is that id.
 - Messages are immutable (frozen dataclasses), so handing the record to observers, providers and
   callers cannot change it.
+- A ``tool`` message whose ``state`` is set is a note about its call, not its result: the record
+  keeps it (every store persists it, as one more message), the loop never sends it to a model, and
+  it never counts as the call's answer (``miniagent.pending`` reads them).
 
 The JSON form (one object per session line) is ``message_to_json`` / ``message_from_json``.
 """
@@ -24,6 +27,8 @@ from ._json import loads
 
 __all__ = [
     "Role",
+    "CallState",
+    "CALL_STATES",
     "ToolCall",
     "Reasoning",
     "Message",
@@ -32,12 +37,20 @@ __all__ = [
     "unique_call_id",
     "message_to_json",
     "message_from_json",
+    "call_to_json",
+    "call_from_json",
     "json_text",
     "json_utf8",
 ]
 
 Role = Literal["user", "assistant", "tool"]
 _ROLES = frozenset(("user", "assistant", "tool"))
+
+CallState = Literal["pending", "approved", "denied", "started"]
+"""What a note (a ``tool`` message with ``state``) says about its call (``miniagent.pending``):
+``pending`` the run stopped before it (``Approval.defer``); ``approved`` / ``denied`` a decision
+recorded for a pending call; ``started`` a pending call is about to execute."""
+CALL_STATES: frozenset[str] = frozenset(("pending", "approved", "denied", "started"))
 
 MISSING_RESULT = "no result was recorded for this tool call"
 """The one repair text for a call that has no tool message: the error result the loop records on
@@ -106,6 +119,9 @@ class Message:
         reasoning: assistant only: the reasoning blocks the model sent with this turn, in the
             order it sent them; providers replay them as their API requires (DESIGN.md, "Round 2
             contracts"). Committed with the turn's text and calls, never on its own.
+        state: tool only: ``None`` for a result; else this message is a note about the call
+            ``tool_call_id`` (``CallState``; ``content`` holds its reason), kept in the record
+            and never sent to a model (``miniagent.pending``).
     """
 
     role: Role
@@ -114,6 +130,7 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
     reasoning: tuple[Reasoning, ...] = ()
+    state: CallState | None = None
 
     def __init__(
         self,
@@ -123,6 +140,7 @@ class Message:
         tool_call_id: str | None = None,
         is_error: bool = False,
         reasoning: tuple[Reasoning, ...] = (),
+        state: CallState | None = None,
     ) -> None:
         """Set the fields (what the dataclass ``__init__`` does, through the slot descriptors:
         a frozen dataclass's own ``__init__`` pays ``object.__setattr__`` per field, and the loop
@@ -133,6 +151,12 @@ class Message:
         _set_tool_call_id(self, tool_call_id)
         _set_is_error(self, is_error)
         _set_reasoning(self, reasoning)
+        _set_state(self, state)
+
+    @property
+    def is_note(self) -> bool:
+        """Whether this is a note about a call (``state`` set), not a message of the conversation."""
+        return self.state is not None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this message (``message_to_json``: the session line's object), a
@@ -207,6 +231,7 @@ _set_tool_calls = _setter(Message, "tool_calls")
 _set_tool_call_id = _setter(Message, "tool_call_id")
 _set_is_error = _setter(Message, "is_error")
 _set_reasoning = _setter(Message, "reasoning")
+_set_state = _setter(Message, "state")
 _set_kept = _setter(Summary, "kept")
 _set_call_id = _setter(ToolCall, "id")
 _set_call_name = _setter(ToolCall, "name")
@@ -221,8 +246,9 @@ def _message(
     tool_call_id: str | None,
     is_error: bool,
     reasoning: tuple[Reasoning, ...] = (),
+    state: str | None = None,
 ) -> Message:
-    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning)`` for
+    """``Message(role, content, tool_calls, tool_call_id, is_error, reasoning, state)`` for
     already-checked values."""
     message = _new(Message)
     _set_role(message, role)
@@ -231,6 +257,7 @@ def _message(
     _set_tool_call_id(message, tool_call_id)
     _set_is_error(message, is_error)
     _set_reasoning(message, reasoning)
+    _set_state(message, state)
     return message
 
 
@@ -241,27 +268,42 @@ def message_to_json(message: Message) -> dict[str, Any]:
     for an assistant message with calls, ``"reasoning": [{["text"][, "signature"]
     [, "redacted_data"][, "origin", "data"]}]`` for one with reasoning (empty or ``None`` fields
     left out),
-    ``"tool_call_id"`` and ``"is_error"`` (only when true) for a tool message, and
-    ``"summary_kept"`` for a ``Summary``.
+    ``"tool_call_id"``, ``"is_error"`` (only when true) and ``"state"`` (only for a note) for a
+    tool message, and ``"summary_kept"`` for a ``Summary``.
     """
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
-        calls = []
-        for call in message.tool_calls:
-            item: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
-            if call.input_error is not None:
-                item["input_error"] = call.input_error
-            calls.append(item)
-        data["tool_calls"] = calls
+        data["tool_calls"] = [call_to_json(call) for call in message.tool_calls]
     if message.reasoning:
         data["reasoning"] = [_reasoning_to_json(r) for r in message.reasoning]
     if message.tool_call_id is not None:
         data["tool_call_id"] = message.tool_call_id
     if message.is_error:
         data["is_error"] = True
+    if message.state is not None:
+        data["state"] = message.state
     if isinstance(message, Summary):
         data["summary_kept"] = message.kept
     return data
+
+
+def call_to_json(call: ToolCall) -> dict[str, Any]:
+    """The JSON object of one tool call: ``{"id", "name", "input"[, "input_error"]}`` (as in a
+    message's ``tool_calls``)."""
+    item: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
+    if call.input_error is not None:
+        item["input_error"] = call.input_error
+    return item
+
+
+def call_from_json(data: Any) -> ToolCall:
+    """The tool call of ``call_to_json``'s object.
+
+    Raises:
+        ValueError: not a JSON object with a string ``id`` and ``name``, an object ``input`` and
+            a string (or absent) ``input_error``.
+    """
+    return _call_from_json(data)
 
 
 def json_utf8(data: Any) -> bytes:
@@ -320,7 +362,10 @@ def message_from_json(data: Any) -> Message:
         is_error = get("is_error", False)
         if type(is_error) is not bool:
             raise ValueError("is_error is not a boolean")
-        return _message("tool", content, (), call_id, is_error)
+        state = get("state")
+        if state is not None and (type(state) is not str or state not in CALL_STATES):
+            raise ValueError(f"bad tool message state: {state!r}")
+        return _message("tool", content, (), call_id, is_error, (), state)
     if role == "user":
         kept = get("summary_kept")
         if kept is None:

@@ -9,7 +9,8 @@
 - ``check_input(schema, input)`` (``miniagent.validation``): the loop runs it before ``execute``;
   a mismatch becomes an error result telling the model what was wrong, and the tool does not run.
 - ``Approval`` / ``BeforeToolCall``: the hook asked before each call (spec: approval comes before
-  checkpoint 3; no hook means every call is approved).
+  checkpoint 3; no hook means every call is approved). ``Approval.defer()`` postpones a call: the
+  run stops ``deferred`` before it, and a later run asks again (DESIGN.md "Unattended runs").
 - ``TOOL_OUTPUT_CHARS`` / ``tool_output_chars(context_max_chars)``: the one cap of a tool result
   that the built-in tools (``toolbox.default_tools``), MCP servers and the CLI share.
 """
@@ -76,6 +77,9 @@ class Tool:
         strict: ``input_schema`` is in OpenAI's strict-mode form and providers that can enforce
             it should (OpenAI-compatible: ``"strict": true`` on the function, only when the schema
             keeps every strict rule, ``output.strict_compatible``; else it goes non-strict).
+        repeatable: ``True`` for a tool whose same call may rightly give the same result again
+            and again (a poll: "is the job done?"); its calls never count towards
+            ``run_agent(max_repeats=...)``.
     """
 
     name: str
@@ -84,14 +88,33 @@ class Tool:
     execute: Execute
     read_only: bool = False
     strict: bool = False
+    repeatable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """The answer of a ``before_tool_call`` hook. ``reason`` is recorded when not approved."""
+    """The answer of a ``before_tool_call`` hook. ``reason`` is recorded when not approved.
+
+    Args:
+        approved: the call may run.
+        reason: why not (recorded as the call's error result; ``tool call not approved`` when
+            empty); for a deferred call, why it waits (kept in the record's ``pending`` note).
+        deferred: the decision is postponed (build it with ``Approval.defer``): the run stops
+            with stop reason ``deferred`` before this call starts; it and the later calls of its
+            turn stay pending, with no result, until a later run asks again
+            (``run_agent(user=None)``). ``approved`` is then false, so code that only reads
+            ``approved`` never runs a deferred call.
+    """
 
     approved: bool
     reason: str = ""
+    deferred: bool = False
+
+    @classmethod
+    def defer(cls, reason: str = "") -> Approval:
+        """``Approval(False, reason, deferred=True)``: postpone the call (DESIGN.md "Unattended
+        runs"). ``reason``: why it waits, for the person who will decide (characters)."""
+        return cls(False, reason, True)
 
 
 BeforeToolCall = Callable[[ToolCall], Approval]
@@ -158,6 +181,7 @@ def _make_tool(
     description: str | None,
     read_only: bool,
     strict: bool,
+    repeatable: bool = False,
 ) -> Tool:
     # Imported here: ``import miniagent`` does not pay for the schema builder (bench/startup.py).
     from .schema import ConversionError, Field, describe_object, parse_docstring
@@ -203,6 +227,7 @@ def _make_tool(
         execute=execute,
         read_only=read_only,
         strict=strict,
+        repeatable=repeatable,
     )
 
 
@@ -217,6 +242,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     strict: bool = False,
+    repeatable: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -228,6 +254,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     strict: bool = False,
+    repeatable: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a ``Tool``. Use as ``@tool`` or ``@tool(read_only=True)``.
 
@@ -249,6 +276,8 @@ def tool(
     - ``strict=True``: the schema is OpenAI's strict-mode form (every property required, a
       parameter with a default is nullable and ``null`` means the default,
       ``additionalProperties: false`` everywhere) and ``Tool.strict`` asks providers to enforce it.
+    - ``repeatable=True``: ``Tool.repeatable`` (a poll; its calls never count towards
+      ``max_repeats``).
     - A parameter named ``cancel`` is not part of the schema: it receives the run's
       ``threading.Event`` (or ``None``), for tools that can stop early.
     - Return value: a ``ToolResult`` as is, a ``str`` as the content, anything else as JSON.
@@ -259,9 +288,9 @@ def tool(
             takes ``*args``, or it is ``async`` (the loop is synchronous).
     """
     if function is not None:
-        return _make_tool(function, name, description, read_only, strict)
+        return _make_tool(function, name, description, read_only, strict, repeatable)
 
     def decorate(inner: Callable[..., Any]) -> Tool:
-        return _make_tool(inner, name, description, read_only, strict)
+        return _make_tool(inner, name, description, read_only, strict, repeatable)
 
     return decorate

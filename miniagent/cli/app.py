@@ -79,8 +79,13 @@ class _Command(TyperCommand):
 @with_options
 def _run(
     prompt: Annotated[
-        str, typer.Argument(metavar="PROMPT", help='The task. "-" reads it from standard input.')
-    ],
+        Optional[str],  # noqa: UP045 (typer reads the annotations)
+        typer.Argument(
+            metavar="PROMPT",
+            show_default=False,
+            help='The task. "-" reads it from standard input. Not with --continue.',
+        ),
+    ] = None,
     output_schema: Annotated[
         Optional[Path],  # noqa: UP045 (typer reads the annotations)
         typer.Option(
@@ -93,11 +98,19 @@ def _run(
             "(exit 2, the last validation error on stderr, when no answer is valid within --max-turns).",
         ),
     ] = None,
+    continue_: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="Go on from --session without a new prompt: run the calls approved with "
+            "miniagent session approve (once), record the denials, then ask the model again.",
+        ),
+    ] = False,
     *,
     options: Options,
 ) -> Outcome:
     """Run one task and print the answer (streamed on a terminal)."""
-    return command_run(prompt, options, output_schema=output_schema)
+    return command_run(prompt, options, output_schema=output_schema, continuing=continue_)
 
 
 @app.command("chat", cls=_Command)
@@ -139,6 +152,86 @@ def _session_pop(
     sys.stderr.write(
         f"miniagent: removed {len(removed)} message{'' if len(removed) == 1 else 's'} from "
         f"{neutralise(str(path))}; the last user message was: {clip(removed[0].content, 60)}\n"
+    )
+    return EXIT_OK
+
+
+SessionPath = Annotated[
+    Path,
+    typer.Argument(metavar="PATH", dir_okay=False, callback=regular_files, help="The JSONL session file."),
+]
+CallId = Annotated[str, typer.Argument(metavar="CALL_ID", help="The id of a pending call (session pending).")]
+
+
+@session_app.command("pending", cls=_Command)
+def _session_pending(
+    path: SessionPath,
+    json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per call: id, name, input, decision, reason.")
+    ] = False,
+) -> int:
+    """List the calls that wait for a decision (left by --approve defer), in order, with the
+    decision recorded so far; nothing on stdout when none waits."""
+    from ..approval import show_call
+    from ..messages import json_text
+    from .session_command import list_pending
+    from .terminal import neutralise
+
+    try:
+        listed = list_pending(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    for item in listed:
+        call = item.call
+        if json:
+            line = {"id": call.id, "name": call.name, "input": call.input}
+            sys.stdout.write(json_text({**line, "decision": item.decision, "reason": item.reason}) + "\n")
+        else:
+            said = item.decision or "undecided"
+            why = f": {item.reason}" if item.reason and item.decision != "approved" else ""
+            sys.stdout.write(f"{neutralise(call.id)} ({neutralise(said + why)})\n  {show_call(call)}\n")
+    if not listed:
+        sys.stderr.write(f"miniagent: no call of {neutralise(str(path))} waits for a decision\n")
+    return EXIT_OK
+
+
+@session_app.command("approve", cls=_Command)
+def _session_approve(path: SessionPath, call_id: CallId) -> int:
+    """Let a pending call run: the next run --session PATH --continue runs it, once."""
+    return _decide(path, call_id, True, "")
+
+
+@session_app.command("deny", cls=_Command)
+def _session_deny(
+    path: SessionPath,
+    call_id: CallId,
+    reason: Annotated[
+        str, typer.Option("--reason", metavar="TEXT", help="Why, for the model (refused by the user: TEXT).")
+    ] = "",
+) -> int:
+    """Refuse a pending call: the next run --session PATH --continue records the refusal."""
+    return _decide(path, call_id, False, reason)
+
+
+def _decide(path: Path, call_id: str, approved: bool, reason: str) -> int:
+    """Record the decision; a CALL_ID that does not wait is a usage error."""
+    from .checks import valid_text
+    from .session_command import record_decision
+    from .terminal import neutralise
+
+    try:
+        record_decision(path, valid_text(call_id), approved, valid_text(reason))
+    except ValueError as error:
+        _print_error(str(error))
+        return EXIT_USAGE
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    word = "approved" if approved else "denied"
+    sys.stderr.write(
+        f"miniagent: {neutralise(call_id)} {word}; go on with: miniagent run --session "
+        f"{neutralise(str(path))} --continue\n"
     )
     return EXIT_OK
 

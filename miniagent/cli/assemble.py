@@ -67,7 +67,14 @@ class Parts:
     compaction: Compaction | None = None
 
 
-def assemble(options: Options, provider: str, display: Display, servers: list[MCPServerBase]) -> Parts:
+def assemble(
+    options: Options,
+    provider: str,
+    display: Display,
+    servers: list[MCPServerBase],
+    *,
+    continuing: bool = False,
+) -> Parts:
     """Create the tools (starting the ``--mcp-config`` servers), the approval policy, the system
     prompt and the model client (a local model starts here). Blocks: the runner calls it in a
     thread it can abandon.
@@ -77,6 +84,7 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
         provider: the provider to create the client for (``defaults.resolve_provider``).
         display: shows the progress of slow steps.
         servers: each MCP server is appended here before it starts (the caller stops them).
+        continuing: ``run --continue`` (the default approval mode is then ``defer``).
 
     Raises:
         MCPError: an MCP server could not be started or listed (the error names it).
@@ -94,7 +102,7 @@ def assemble(options: Options, provider: str, display: Display, servers: list[MC
         tools += mcp_tools(options, display, servers, reserved=[t.name for t in tools])
     except SandboxUnavailable as error:
         raise UsageProblem(f"cannot confine commands here: {error}") from None
-    policy = approval_policy(options, tools)
+    policy = approval_policy(options, tools, continuing=continuing)
     system = options.system or default_system_prompt(options.folder, tools)
     if provider == "local":
         display.progress("starting the local model")
@@ -115,14 +123,15 @@ def compaction_for(options: Options, client: ModelClient, *, chat: bool) -> Comp
     return Compaction(tokens) if tokens is not None else None
 
 
-def approval_policy(options: Options, tools: list[Tool]) -> ApprovalPolicy:
+def approval_policy(options: Options, tools: list[Tool], *, continuing: bool = False) -> ApprovalPolicy:
     """The policy of ``--approve`` (default: ``ask`` when stdin is a terminal, else
-    ``read-only``) with ``--allow-command`` / ``--deny-command`` in front; a read-only refusal says
-    whether the user chose it or no one can be asked. ``read-only`` also runs the read-only
-    command set (``approval.READ_ONLY_COMMANDS``) on workspace paths."""
+    ``read-only``, or ``defer`` when ``continuing``) with ``--allow-command`` / ``--deny-command``
+    in front; a read-only refusal says whether the user chose it or no one can be asked.
+    ``read-only`` also runs the read-only command set (``approval.READ_ONLY_COMMANDS``) on
+    workspace paths."""
     from ..toolbox import Workspace
 
-    mode = resolve_approval(options.approve, is_terminal(sys.stdin))
+    mode = resolve_approval(options.approve, is_terminal(sys.stdin), continuing=continuing)
     chosen = options.approve == "read-only"  # else the default without a terminal
     why = "read-only tools were chosen" if chosen else "this run is non-interactive"
     return policy_for(

@@ -49,10 +49,12 @@ def command_chat(options: Options) -> Outcome:
         The exit code (see the module docstring) and whether a client thread must be abandoned.
 
     Raises:
-        UsageProblem: a usage error (before anything started).
+        UsageProblem: a usage error (before anything started), e.g. ``--approve defer``.
     """
     configure_logging(options)
     check_options(options)
+    if options.approve == "defer":  # a deferred line could only be deferred again by the next one
+        raise UsageProblem("--approve defer is for miniagent run --session PATH; chat asks (--approve ask)")
     runner = Runner(options, choose_display(options, chat=True))
     with runner:
         code = _chat(runner)

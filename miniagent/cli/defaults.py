@@ -28,11 +28,14 @@ from ..tools import MIN_TOOL_OUTPUT_CHARS, Tool
 
 __all__ = [
     "DEFAULT_CHAT_COMPACT_AT",
+    "DEFAULT_MAX_REPEATS",
     "DEFAULT_MAX_TURNS",
     "EXIT_BUDGET",
     "EXIT_CODES",
+    "EXIT_DEFERRED",
     "EXIT_ERROR",
     "EXIT_MAX_TURNS",
+    "EXIT_NO_PROGRESS",
     "EXIT_OK",
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
@@ -53,6 +56,8 @@ __all__ = [
 EXIT_OK = exit_code_for_stop_reason("complete")
 EXIT_MAX_TURNS = exit_code_for_stop_reason("max_turns")
 EXIT_BUDGET = exit_code_for_stop_reason("max_budget")
+EXIT_DEFERRED = exit_code_for_stop_reason("deferred")
+EXIT_NO_PROGRESS = exit_code_for_stop_reason("no_progress")
 EXIT_ERROR = 1
 EXIT_USAGE = 64  # EX_USAGE from sysexits.h
 EXIT_TIMEOUT = 124  # --timeout: as coreutils timeout(1)
@@ -65,6 +70,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_OK: "complete",
     EXIT_MAX_TURNS: "max turns reached",
     EXIT_BUDGET: "budget reached (--max-total-tokens, --max-cost)",
+    EXIT_DEFERRED: "tool calls wait for a decision (--approve defer: miniagent session pending)",
+    EXIT_NO_PROGRESS: "no progress: the same call got the same result --max-repeats times in a row",
     EXIT_ERROR: "error (provider, tool server, session file or its lock)",
     EXIT_USAGE: "usage error (options, arguments, --base-url)",
     EXIT_TIMEOUT: "--timeout ran out",
@@ -76,6 +83,7 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code of the CLI and what it means, in the order help lists them."""
 
 DEFAULT_MAX_TURNS = 8
+DEFAULT_MAX_REPEATS = 3  # --max-repeats: the same call with the same result 3 times stops the run
 MIN_CONTEXT_CHARS = 2 * MIN_TOOL_OUTPUT_CHARS
 """The smallest ``--context-max-chars``: a tool result (at least ``MIN_TOOL_OUTPUT_CHARS``) may
 take half of the budget."""
@@ -122,12 +130,14 @@ def resolve_provider(
     return chosen_by_key(env, base_url)
 
 
-def resolve_approval(approve: str | None, stdin_is_terminal: bool) -> str:
-    """Choose the approval mode: the given one, else ``ask`` on a terminal, else ``read-only``.
+def resolve_approval(approve: str | None, stdin_is_terminal: bool, *, continuing: bool = False) -> str:
+    """Choose the approval mode: the given one, else ``ask`` on a terminal, else ``read-only``
+    (``defer`` for ``run --continue``: calls nobody decided on keep waiting, never refused).
 
     Args:
         approve: ``--approve`` (``None``: not given).
         stdin_is_terminal: whether standard input is a terminal (a person can answer).
+        continuing: the run goes on from a session (``run --continue``).
 
     Returns:
         One of ``approval.APPROVAL_MODES`` (the name ``approval.policy_for`` takes).
@@ -136,7 +146,7 @@ def resolve_approval(approve: str | None, stdin_is_terminal: bool) -> str:
         ValueError: ``approve`` is not one of those.
     """
     if approve is None:
-        return "ask" if stdin_is_terminal else "read-only"
+        return "ask" if stdin_is_terminal else "defer" if continuing else "read-only"
     if approve not in APPROVAL_MODES:
         raise ValueError(f"unknown approval mode {approve!r} (choose from {', '.join(APPROVAL_MODES)})")
     return approve

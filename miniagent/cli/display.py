@@ -7,7 +7,9 @@ Modes:
   ``"summary_kept"``), then ``{"stop_reason": ..., "exit_code": ...}`` after
   each run (with ``"error"`` when a runtime error ended it; with ``"usage"`` (``Usage.to_json``,
   its ``cost_usd`` included) when the provider reported usage for a request:
-  ``unreported_requests`` says how many came without). Notes are not printed.
+  ``unreported_requests`` says how many came without; with ``"pending"``, the calls that wait
+  for a decision as ``{"id", "name", "input"}``, when the run stopped ``deferred``). Notes on
+  stderr are not printed; notes about calls in the record (``"state"``) are messages like others.
 - ``OutputDisplay`` (``run --output-schema FILE``): stdout holds only the valid answer
   (``RunResult.output``, which the loop checked) as one JSON line; with no valid answer, the last
   validation error goes to stderr.
@@ -38,7 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .._text import replace_surrogates
 from ..agent import RunResult
-from ..messages import Message, Summary, ToolCall, json_text, message_to_json
+from ..messages import Message, Summary, ToolCall, call_to_json, json_text, message_to_json
 from ..model import ModelEvent, TextEvent
 from ..output import OutputSchema
 from ..usage import Usage
@@ -204,6 +206,8 @@ class JsonDisplay(Display):
         usage = result.usage if result is not None else None
         if usage is not None and usage.requests > usage.unreported_requests:  # some usage was reported
             line["usage"] = usage.to_json()
+        if result is not None and result.pending:
+            line["pending"] = [call_to_json(call) for call in result.pending]
         self._result_line(line)
 
     def error(self, text: str, exit_code: int = 1) -> None:
@@ -237,7 +241,10 @@ class _TextDisplay(Display):
             self._show_answer(message)
             for call in message.tool_calls:
                 self._names[call.id] = call.name
-        elif message.role == "tool":
+        elif message.state == "pending":  # a note: the run stops before this call
+            name = self._names.get(message.tool_call_id or "", "?")
+            self._tool_line(f"<- {name} waits for a decision")
+        elif message.role == "tool" and message.state is None:
             name = self._names.get(message.tool_call_id or "", "?")
             self._tool_line(result_line(name, message))
             self.spinner.show("thinking")

@@ -30,10 +30,13 @@ from ..usage import PRICE_KEYS
 from .defaults import (
     DEFAULT_CHAT_COMPACT_AT,
     DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_MAX_REPEATS,
     DEFAULT_MAX_TURNS,
     EXIT_BUDGET,
+    EXIT_DEFERRED,
     EXIT_ERROR,
     EXIT_MAX_TURNS,
+    EXIT_NO_PROGRESS,
     EXIT_TIMEOUT,
     MIN_CONTEXT_CHARS,
 )
@@ -66,6 +69,12 @@ def _provider_choice() -> str:
 def _check_approve(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     if value is not None and value not in APPROVAL_MODES:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(APPROVAL_MODES)}")
+    return value
+
+
+def _check_max_repeats(value: int) -> int:
+    if value == 1:
+        raise typer.BadParameter("1 would stop every run that calls a tool: use 0 (never) or at least 2")
     return value
 
 
@@ -182,7 +191,9 @@ class Options:
             metavar="|".join(APPROVAL_MODES),
             callback=_check_approve,
             help="Tool approval. Default: ask when stdin is a terminal, else read-only (which also runs "
-            "read-only commands such as ls, cat, wc, grep on workspace paths).",
+            "read-only commands such as ls, cat, wc, grep on workspace paths; defer with --continue). "
+            f"defer: calls that may change something wait (exit {EXIT_DEFERRED}); decide with "
+            "miniagent session approve/deny, then run --session PATH --continue.",
         ),
     ] = None
     allow_command: Annotated[
@@ -310,6 +321,18 @@ class Options:
             f"{DEFAULT_CHAT_COMPACT_AT:,} (the embedded model: three quarters of its context).",
         ),
     ] = None
+    max_repeats: Annotated[
+        int,
+        typer.Option(
+            "--max-repeats",
+            min=0,
+            metavar="N",
+            callback=_check_max_repeats,
+            help="Stop before a model request once the same tool call got the same result N times "
+            f"in a row (exit {EXIT_NO_PROGRESS}); 0: never. Tools marked repeatable (polls) never count.",
+        ),
+    ] = DEFAULT_MAX_REPEATS
+
     max_output_tokens: Annotated[
         int,
         typer.Option(

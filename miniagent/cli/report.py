@@ -109,9 +109,12 @@ def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | Non
     return f"the provider ended the model's answer with an error ({said}); try again later"
 
 
-def report_stop(display: Display, stop_reason: StopReason | None, options: Options) -> None:
-    """A note on stderr when the run did not complete (``max_turns``, ``max_budget``, ``aborted``);
-    nothing for ``complete`` or ``None``."""
+def report_stop(
+    display: Display, stop_reason: StopReason | None, options: Options, pending: int = 0
+) -> None:
+    """A note on stderr when the run did not complete (``max_turns``, ``max_budget``,
+    ``deferred`` with ``pending`` calls waiting, ``no_progress``, ``aborted``); nothing for
+    ``complete`` or ``None``."""
     turns = options.max_turns
     if stop_reason == "max_turns":
         display.note(
@@ -122,6 +125,18 @@ def report_stop(display: Display, stop_reason: StopReason | None, options: Optio
         display.note(
             "miniagent: stopped at the budget (--max-total-tokens / --max-cost); "
             "the last tool results are recorded"
+        )
+    elif stop_reason == "deferred":
+        session = neutralise(str(options.session))
+        display.note(
+            f"miniagent: {pending} tool call{' waits' if pending == 1 else 's wait'} for a decision: "
+            f"miniagent session pending {session}, then session approve/deny {session} CALL_ID, "
+            f"then miniagent run --session {session} --continue"
+        )
+    elif stop_reason == "no_progress":
+        display.note(
+            f"miniagent: stopped: the same tool call got the same result {options.max_repeats} times "
+            "in a row (--max-repeats); the last tool results are recorded"
         )
     elif stop_reason == "aborted":
         display.note("miniagent: aborted")

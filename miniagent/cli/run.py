@@ -1,4 +1,10 @@
-"""``miniagent run PROMPT``: one run, then the answer (streamed on a terminal) and its exit code."""
+"""``miniagent run PROMPT``: one run, then the answer (streamed on a terminal) and its exit code.
+
+``miniagent run --session PATH --continue`` goes on from the session without a prompt: the calls
+that wait for a decision are settled first (the decisions ``miniagent session approve`` / ``deny``
+recorded; undecided ones keep waiting under the default ``--approve defer``), then the model is
+asked again (``run_agent(user=None)``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from .._json import loads
 from .._regular import read_regular
 from ..agent import RunResult
 from ..output import OutputSchema
+from ..pending import can_continue
 from ..validation import json_type_name, schema_problem
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
 from .defaults import EXIT_ERROR
@@ -80,9 +87,12 @@ def read_output_schema(path: Path) -> dict[str, Any]:
     return schema
 
 
-def command_run(prompt: str, options: Options, output_schema: Path | None = None) -> Outcome:
+def command_run(
+    prompt: str | None, options: Options, output_schema: Path | None = None, *, continuing: bool = False
+) -> Outcome:
     """Run ``prompt`` once and report it; with ``output_schema`` (``--output-schema FILE``) the
     answer must be valid JSON against that schema and stdout gets only that JSON, on one line.
+    ``continuing`` (``--continue``, ``prompt`` ``None``): go on from ``--session`` without one.
 
     Returns:
         The exit code (``defaults.EXIT_CODES``) and whether a client thread must be abandoned.
@@ -98,27 +108,53 @@ def command_run(prompt: str, options: Options, output_schema: Path | None = None
         if options.json:
             raise UsageProblem("--output-schema prints only the answer; it cannot be combined with --json")
         output = OutputSchema.of(read_output_schema(output_schema))
-    prompt = read_prompt(prompt)
-    check_prompt_fits(prompt, options.context_max_chars)
+    prompt = _check_continue(prompt, options, continuing)
+    if prompt is not None:
+        prompt = read_prompt(prompt)
+        check_prompt_fits(prompt, options.context_max_chars)
     display = choose_display(options, chat=False, output=output)
-    runner = Runner(options, display, output_schema=output.schema if output is not None else None)
+    schema = output.schema if output is not None else None
+    runner = Runner(options, display, output_schema=schema, continuing=continuing)
     with runner:
         code = _run_and_report(runner, prompt)
     return runner.outcome(code)  # after the close: it may have abandoned a thread
 
 
-def _run_and_report(runner: Runner, prompt: str) -> int:
+def _check_continue(prompt: str | None, options: Options, continuing: bool) -> str | None:
+    """The prompt to read (``None`` with ``--continue``).
+
+    Raises:
+        UsageProblem: ``--continue`` with a PROMPT or without ``--session``, no PROMPT without
+            ``--continue``, or ``--approve defer`` without ``--session`` (the calls would be lost).
+    """
+    if continuing:
+        if prompt is not None:
+            raise UsageProblem("--continue goes on without a new prompt: give either PROMPT or --continue")
+        if options.session is None:
+            raise UsageProblem("--continue goes on from a session: give --session PATH")
+        return None
+    if prompt is None:
+        raise UsageProblem("missing PROMPT (or --continue with --session PATH)")
+    if options.approve == "defer" and options.session is None:
+        raise UsageProblem("--approve defer keeps the waiting calls in a session: give --session PATH")
+    return prompt
+
+
+def _run_and_report(runner: Runner, prompt: str | None) -> int:
     display, options = runner.display, runner.options
     if output_lost(display):  # stdout closed: nobody could read the answer
         return settle(display, EXIT_ERROR)
     runner.start_clock()
     try:
-        runner.open_session()  # a corrupt or locked session fails before the client starts
+        messages = runner.open_session()  # a corrupt or locked session fails before the client starts
+        problem = can_continue(messages) if prompt is None else None
+        if problem is not None:
+            raise UsageProblem(f"--continue: {problem}")
         runner.open()
         result, code = runner.run_once(prompt)
         display.finish_run(result, code)
         if not output_lost(display):
-            report_stop(display, result.stop_reason, options)
+            report_stop(display, result.stop_reason, options, len(result.pending))
             display.report_usage(result.usage)
         return settle(display, code)
     except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, SIGHUP while starting: nothing was sent

@@ -14,6 +14,8 @@ Invariants:
   second exits at once after killing the run's commands.
 - The display gets each run's ``RunResult`` from the command (``Display.finish_run``); how a
   command ends (error lines, notes, exit codes) is ``report``'s.
+- Decisions recorded in the session for its pending calls (``miniagent session approve`` /
+  ``deny``, ``pending.decisions``) answer those calls before the policy is asked.
 """
 
 from __future__ import annotations
@@ -87,14 +89,22 @@ class Runner:
         options: the parsed options.
         display: the output mode (``choose_display``).
         output_schema: ``--output-schema`` (``run`` only): the JSON Schema of every run's answer.
+        continuing: ``run --continue``: the run goes on from the session without a prompt.
     """
 
     def __init__(
-        self, options: Options, display: Display, output_schema: dict[str, Any] | None = None
+        self,
+        options: Options,
+        display: Display,
+        output_schema: dict[str, Any] | None = None,
+        *,
+        continuing: bool = False,
     ) -> None:
         self.options = options
         self.display = display
         self.output_schema = output_schema
+        self.continuing = continuing
+        self.decisions: dict[str, Approval] = {}  # recorded for the session's pending calls
         self.parts: Parts | None = None  # set by open()
         self.mcp_servers: list[MCPServerBase] = []  # started by open(), stopped by close()
         self.abandoned = False  # a client thread still runs: the process must not wait for it
@@ -133,6 +143,7 @@ class Runner:
             SessionError: a bad line (the file is left untouched) or another run holds the lock.
             OSError: the file cannot be read.
         """
+        from ..pending import decisions
         from ..session import JSONLSession
 
         if self.options.session is None:
@@ -141,6 +152,7 @@ class Runner:
             self.store = JSONLSession(self.options.session)
         messages = self.store.load()
         self.display.restored(messages)  # a dangling call's result is shown with its tool name
+        self.decisions = decisions(messages)
         return messages
 
     def open(self) -> None:
@@ -163,7 +175,7 @@ class Runner:
         provider = resolve_provider(options.provider, base_url=options.base_url)
 
         def start() -> Parts:
-            return assemble(options, provider, self.display, self.mcp_servers)
+            return assemble(options, provider, self.display, self.mcp_servers, continuing=self.continuing)
 
         try:
             with StartSignals():
@@ -236,9 +248,10 @@ class Runner:
 
     # --- one run ----------------------------------------------------------------------------
 
-    def run_once(self, prompt: str) -> tuple[RunResult, int]:
+    def run_once(self, prompt: str | None) -> tuple[RunResult, int]:
         """One ``run_agent`` call with signal handling (``open`` first); returns its result and
         the exit code (``128 + signal`` after a signal, ``EXIT_TIMEOUT`` after ``--timeout``).
+        ``prompt`` ``None``: go on from the session without a new user message.
 
         A signal that interrupts an approval prompt ends the run ``aborted`` (the loop closed its
         calls); its result then holds this run's committed messages and no usage.
@@ -281,7 +294,7 @@ class Runner:
         timer.start()
         return timer
 
-    def _run_agent(self, prompt: str, cancel: threading.Event) -> RunResult:
+    def _run_agent(self, prompt: str | None, cancel: threading.Event) -> RunResult:
         """Run the agent; an answer that ended unnaturally raises ``IncompleteResponseError``
         from the loop (nothing of it committed; ``report.fail`` words it)."""
         assert self.parts is not None, "open() first"
@@ -301,13 +314,19 @@ class Runner:
             max_cost_usd=self.options.max_cost,
             output_schema=self.output_schema,
             compaction=self.parts.compaction,
+            max_repeats=self.options.max_repeats or None,
         )
 
     def _before_tool_call(self, call: ToolCall) -> Approval:
-        """Ask the policy; a call no person is asked about is shown as a tool line first, and a
-        signal may interrupt only a policy that waits for a person (the prompt shows the call)."""
+        """A decision recorded for the call, else the policy's; a call no person is asked about
+        is shown as a tool line first, and a signal may interrupt only a policy that waits for a
+        person (the prompt shows the call)."""
         assert self.parts is not None, "open() first"
         self.display.idle()
+        recorded = self.decisions.pop(call.id, None)
+        if recorded is not None:
+            self.display.tool_call(call)
+            return recorded
         policy = self.parts.policy
         asks = policy.will_ask(call)
         if not asks:

@@ -1,4 +1,6 @@
-"""``miniagent session pop PATH``: drop the last user message of a session and what followed it.
+"""``miniagent session pop PATH``: drop the last user message of a session and what followed it;
+``session pending PATH``, ``session approve PATH CALL_ID`` and ``session deny PATH CALL_ID``:
+the calls a ``--approve defer`` run left waiting, and the decisions on them.
 
 A run whose first request the server refuses (say, a prompt over the model's context size) leaves
 its user message in the session, so every later run on it would fail the same way. ``pop``
@@ -6,18 +8,72 @@ removes the last exchange: the last user message and every message after it. The
 valid session (only whole lines at its end are cut, under the session's lock, so no run can write
 meanwhile; lines are counted by the loader's own ``session_lines``, so a ``\\r`` inside a line is
 never taken for a line break); a corrupt or locked session is refused untouched.
+
+A decision is one note appended under the session's lock (``pending.decide``): it fails while a
+run holds the session, and once the command has exited 0 the note is in the file, so the next
+``run --continue`` answers the call with it (DESIGN.md "Unattended runs").
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SessionError
-from ..messages import Message, Summary
+from ..messages import Message, Summary, ToolCall
+from ..pending import decide, open_calls
 from ..session import JSONLSession, holds_record, session_lines
 
-__all__ = ["pop_last_exchange"]
+__all__ = ["PendingCall", "list_pending", "pop_last_exchange", "record_decision"]
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A call that waits for a decision, and the decision recorded so far.
+
+    Args:
+        call: the tool call (id, name, input).
+        decision: ``None`` (undecided), ``"approved"`` or ``"denied"``.
+        reason: the denial's reason, or why the run deferred it (undecided).
+    """
+
+    call: ToolCall
+    decision: str | None
+    reason: str
+
+
+def list_pending(path: Path) -> list[PendingCall]:
+    """The pending calls of the session at ``path``, in order, with their decisions.
+
+    Raises:
+        SessionError: no such file, a bad line, or a run holds the session's lock.
+        OSError: the file cannot be read.
+    """
+    if not path.is_file():
+        raise SessionError(path, "no such session file")
+    with JSONLSession(path) as store:
+        opened = open_calls(store.load())
+    listed = []
+    for call in opened.pending:
+        state, reason = opened.decisions.get(call.id, (None, opened.reason))
+        listed.append(PendingCall(call, state, reason))
+    return listed
+
+
+def record_decision(path: Path, call_id: str, approved: bool, reason: str = "") -> None:
+    """Record that the pending call ``call_id`` of the session at ``path`` may run (``approved``)
+    or is refused (with ``reason``).
+
+    Raises:
+        ValueError: ``call_id`` is not a pending call of the session (the text lists them).
+        SessionError: no such file, a bad line, or a run holds the session's lock.
+        OSError: the file cannot be read or written.
+    """
+    if not path.is_file():
+        raise SessionError(path, "no such session file")
+    with JSONLSession(path) as store:
+        decide(store, call_id, approved, reason)
 
 
 def pop_last_exchange(path: Path) -> list[Message]:

@@ -93,7 +93,8 @@ def pair_tool_messages(messages: Iterable[Message], wire_ids: WireIds | None = N
         - calls left unanswered when the next user or assistant message (or the end) comes get an
           error tool message ``MISSING_RESULT``, placed after the kept results;
         - an error result with empty content gets the text ``EMPTY_ERROR_RESULT``;
-        - an assistant message with neither text nor calls is dropped;
+        - an assistant message with neither text nor calls is dropped, and so is a note about a
+          call (a tool message with ``state``, ``miniagent.pending``);
         - with ``wire_ids``, every call id (after the renaming above) is sent as ``wire_ids``
           maps it, and so is the result that answers it.
 
@@ -115,6 +116,8 @@ def pair_tool_messages(messages: Iterable[Message], wire_ids: WireIds | None = N
         open_calls.clear()
 
     for message in messages:
+        if message.state is not None:
+            continue  # a note about a call (miniagent.pending): part of the record, never sent
         if message.role == "tool":
             unanswered = open_calls.get(message.tool_call_id or "")
             if unanswered is None or message.tool_call_id is None:

@@ -98,7 +98,7 @@ def test_a_bad_proxy_variable_is_a_usage_error(
 def test_help_shows_prompt_without_braces(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["run", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "Usage: miniagent run [OPTIONS] PROMPT" in out and "{PROMPT}" not in out
+    assert "Usage: miniagent run [OPTIONS] [PROMPT]" in out and "{PROMPT}" not in out
 
 
 def test_an_invocation_does_not_import_pydantic() -> None:

@@ -221,10 +221,11 @@ def test_policy_for_ask_asks_a_person_only_about_changing_tools(tools: list[Tool
 
 
 def test_policy_for_knows_exactly_the_approval_modes(tools: list[Tool]) -> None:
-    assert APPROVAL_MODES == ("ask", "read-only", "all")
+    assert APPROVAL_MODES == ("ask", "read-only", "all", "defer")
     for mode in APPROVAL_MODES:
         assert callable(policy_for(mode, tools))
-    with pytest.raises(ValueError, match=r"unknown approval mode 'maybe' \(choose from ask, read-only, all"):
+    known = r"unknown approval mode 'maybe' \(choose from ask, read-only, all, defer"
+    with pytest.raises(ValueError, match=known):
         policy_for("maybe", tools)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from miniagent import Message, RedisSession, SessionError
 from miniagent.celery import RESUMED, AgentSpec
+from miniagent.pending import decide, pending_calls
 from tests.helpers import assert_every_call_answered_once
 
 pytest.importorskip("celery")
@@ -28,7 +29,9 @@ class Cluster:
         self.workers = workers
         self.redis_url = redis_url
 
-    def spec(self, seconds: float = 0.0, steps: int = 1, started_file: str | None = None) -> dict[str, Any]:
+    def spec(
+        self, seconds: float = 0.0, steps: int = 1, started_file: str | None = None, approve: str = "all"
+    ) -> dict[str, Any]:
         self.model.steps = steps
         options: dict[str, Any] = {"seconds": seconds}
         if started_file is not None:
@@ -40,6 +43,7 @@ class Cluster:
             max_turns=steps + 2,
             tools="tests.celery_kit.tools:make_tools",
             tool_options=options,
+            approve=approve,
         ).to_dict()
 
     def session(self, run_id: str) -> list[Message]:
@@ -170,3 +174,29 @@ def test_a_worker_killed_mid_run_its_task_finishes_on_the_other(cluster: Cluster
     assert Message("user", RESUMED) in stored
     with RedisSession(cluster.redis_url, run_id) as store:  # the lease was released
         assert store.load() == stored
+
+
+def test_a_deferred_task_returns_its_pending_calls_and_goes_on_after_a_decision(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    spec = cluster.spec(steps=1, started_file=str(started), approve="defer")
+    run_id = _run_id()
+    outcome = cluster.task.delay(run_id, "do the work", spec).get(timeout=60)
+    assert outcome["stop_reason"] == "deferred"
+    assert [(c["name"], c["input"]) for c in outcome["pending"]] == [("work", {"n": 0})]
+    assert not started.exists()  # it waits: nothing ran
+    stored = cluster.session(run_id)
+    assert [m.to_json() for m in stored] == outcome["messages"]
+    call_id = outcome["pending"][0]["id"]
+    with RedisSession(cluster.redis_url, run_id) as store:  # a person decides, from anywhere
+        assert [c.id for c in pending_calls(store.load())] == [call_id]
+        decide(store, call_id, approved=True)
+    later = cluster.task.delay(run_id, None, spec).get(timeout=60)  # user=None: go on
+    assert later["stop_reason"] == "complete" and later["pending"] == []
+    assert started.read_text().count("\n") == 1  # the approved call ran once
+    stored = cluster.session(run_id)
+    assert [m.role for m in stored if m.state is None] == ["user", "assistant", "tool", "assistant"]
+    assert_every_call_answered_once(stored)
+    with pytest.raises(ValueError, match="approve must be one of all, read-only, defer"):
+        AgentSpec(provider="openai", approve="ask")
