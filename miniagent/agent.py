@@ -423,9 +423,10 @@ class _Loop:
     # --- named steps ----------------------------------------------------------------------------
 
     def compact_if_due(self, context: Compactor) -> None:
-        """Before a request, when compaction is due and the budget allows a request: the summary
-        request, then its marked message is committed (``_Aborted`` when cancelled)."""
-        if not context.due() or (self.budget is not None and self.budget.reached(self.usage)):
+        """Before a request, when compaction is due and no limit stops the run first (a budget,
+        ``max_repeats``): the summary request, then its marked message is committed (``_Aborted``
+        when cancelled)."""
+        if not context.due() or self.limit_reached() is not None:
             return
         summary = context.summarise(self.client, self.system, self.cancel)
         if self.cancelled():
