@@ -17,6 +17,7 @@ SECTIONS = (
     "loop",
     "sessions",
     "stores",
+    "defer",
     "celery_runs",
     "streams",
     "cancel",
