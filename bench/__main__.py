@@ -18,6 +18,7 @@ SECTIONS = (
     "compaction",
     "sessions",
     "stores",
+    "defer",
     "celery_runs",
     "streams",
     "responses",

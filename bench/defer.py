@@ -11,8 +11,9 @@ Library trials, on each store (``JSONLSession``, ``SQLiteSession``, ``RedisSessi
    text to an effects file with one ``write``: one line per execution.
 3. The child is killed with SIGKILL, either at a step (before and after each store append,
    before and after the tool's effect, after each acknowledgement: every boundary in turn, one
-   trial each, until a child finishes) or after a random delay within the time a whole child
-   takes (measured first).
+   trial each, until a child finishes) or after a random delay from the moment it begins its
+   first decision (its store open and loaded), within the time from there to its end (measured
+   first): a kill at any moment between the approval and the execution.
 4. Recovery (this process): a decision the child did not acknowledge is recorded again (a person
    whose command did not return tries again; a call that no longer waits refuses it), then
    ``run_agent(user=None)`` goes on unless the record already ends with the answer.
@@ -22,6 +23,12 @@ lost decisions (the approved ``c1`` not answered with its real result or with
 ``INTERRUPTED_AFTER_START``, a real result without an execution, the denied ``c2`` run or not
 answered with its refusal); and, honestly, how many trials ended with ``c1`` answered "may have
 run" (killed between its ``started`` note and its result) and how many of those had not run.
+
+The false-stop check of ``max_repeats`` on the task suite of ``bench/tasks`` replays its runs'
+records there (``bench.tasks.would_stop``, when the suite runs); here, offline, it reads the
+calls the last recorded suite made (the "Task suite" rows of BENCHMARKS.md): a stop needs the
+same call ``--max-repeats`` (3) times in a row, so a run whose longest run of one identical call
+is shorter cannot be stopped.
 
 CLI trials (JSONL): ``miniagent session approve``, ``session deny`` and ``run --continue`` in one
 process group against a stateless loopback model, the group killed with SIGKILL after a random
@@ -210,8 +217,9 @@ def _go_on(store: Any, tools: list[Any]) -> Any:
     )
 
 
-def _child(kit: Kit, sid: str, effects: str, ack: int, go: int, kill_at: int) -> None:
-    """The child's whole life (see the module docstring); never returns."""
+def _child(kit: Kit, sid: str, effects: str, ack: int, go: int, begin: int, kill_at: int) -> None:
+    """The child's whole life (see the module docstring); never returns. It writes to ``begin``
+    once its first store is open and loaded, right before the first decision is stored."""
     from miniagent.pending import decide
 
     code = 0
@@ -219,6 +227,8 @@ def _child(kit: Kit, sid: str, effects: str, ack: int, go: int, kill_at: int) ->
         os.read(go, 1)
         steps = Steps(kill_at)
         with _step_store(kit.open(sid), steps) as store:
+            store.load()
+            os.write(begin, b"b")
             decide(store, "c1", True)
             os.write(ack, b"c1\n")
             steps.step()
@@ -258,25 +268,29 @@ def trial(
     kit: Kit, folder: str, *, kill_at: int = 0, delay: float | None = None
 ) -> tuple[Tally, bool, float]:
     """One trial; returns (its tally, whether the child finished on its own, the child's seconds
-    from its start signal to its end)."""
+    from its first decision to its end). ``delay``: SIGKILL that many seconds after the child
+    began its first decision (its store open and loaded)."""
     sid = f"t-{uuid.uuid4().hex}"
     effects = os.path.join(folder, f"{sid}.effects")
     _setup(kit, sid, effects)
     ack_read, ack_write = os.pipe()
     go_read, go_write = os.pipe()
+    begin_read, begin_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(ack_read)
         os.close(go_write)
-        _child(kit, sid, effects, ack_write, go_read, kill_at)
+        os.close(begin_read)
+        _child(kit, sid, effects, ack_write, go_read, begin_write, kill_at)
     os.close(ack_write)
     os.close(go_read)
-    started = time.perf_counter()
+    os.close(begin_write)
     os.write(go_write, b"g")
+    os.read(begin_read, 1)  # b"" when the child ended first
+    os.close(begin_read)
+    started = time.perf_counter()
     if delay is not None:
-        deadline = started + delay
-        while time.perf_counter() < deadline:  # a spin: a sleep this short oversleeps by more
-            pass
+        time.sleep(delay)  # the child runs meanwhile (a spin would take its core on a busy machine)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
@@ -352,12 +366,13 @@ def every_step(kit: Kit, folder: str) -> Tally:
 
 
 def random_kills(kit: Kit, folder: str, kills: int, rng: random.Random) -> Tally:
-    """Trials killed after a random delay within the whole child's time (the median of three
-    unkilled children), until ``kills`` of them were killed (a child that finished first counts
-    as a trial; at most ``4 * kills`` trials)."""
+    """Trials killed after a random delay within the time from a child's first decision to its
+    end (the median of three unkilled children), until ``kills`` of them were killed (a child
+    that finished first counts as a trial; at most ``10 * kills`` trials: a sleep this short may
+    wake after a fast child ended)."""
     whole = sorted(trial(kit, folder)[2] for _ in range(3))[1]
     tally = Tally()
-    while tally.kills < kills and tally.trials < 4 * kills:
+    while tally.kills < kills and tally.trials < 10 * kills:
         tally.add(trial(kit, folder, delay=rng.uniform(0, whole))[0])
     return tally
 
@@ -483,6 +498,28 @@ def _cli_recover(
         tally.problems.append(f"cli: call_write answered {[m.content for m in write_result]!r}")
 
 
+# --- the false-stop check on recorded traces ---------------------------------------------------------
+
+
+def recorded_streaks(benchmarks: Path) -> list[tuple[str, int]]:
+    """(task, longest run of one identical call) for each task row of the "Task suite" section
+    of ``benchmarks`` (calls as the suite recorded them: ``name(input)`` joined by ``"; "``)."""
+    text = benchmarks.read_text(encoding="utf-8") if benchmarks.is_file() else ""
+    found = []
+    for line in text.splitlines():
+        if not line.startswith(("| task: ", "| held-out: ")):
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        name, note = cells[0], cells[-1]
+        calls = [c for c in note.partition("; ")[2].split("; ") if c]
+        longest = run = 0
+        for index, call in enumerate(calls):
+            run = run + 1 if index and call == calls[index - 1] else 1
+            longest = max(longest, run)
+        found.append((name, longest))
+    return found
+
+
 # --- the bench section -----------------------------------------------------------------------------
 
 
@@ -514,6 +551,18 @@ def run(report: Report, quick: bool) -> None:
     section.rows.append(
         Row("lost decisions, all trials", str(total.lost_decisions), "0", total.lost_decisions == 0)
     )
+    streaks = recorded_streaks(Path(__file__).resolve().parent.parent / "BENCHMARKS.md")
+    stoppable = [name for name, longest in streaks if longest >= 3]
+    section.rows.append(
+        Row(
+            "max_repeats 3 on the recorded task-suite runs: runs it could stop",
+            f"{len(stoppable)} of {len(streaks)}",
+            "0 false stops",
+            not stoppable if streaks else None,
+            f"offline: longest run of one identical call {max((n for _, n in streaks), default=0)} "
+            "(a stop needs 3); the suite itself replays each record when it runs (bench/tasks)",
+        )
+    )
     section.notes.append(
         "A trial forks a child that approves c1, denies c2 and goes on (run_agent(user=None)), kills "
         "it with SIGKILL at a step or after a random delay, then recovers and checks the effects "
@@ -528,9 +577,10 @@ def run(report: Report, quick: bool) -> None:
 def _row(name: str, found: Tally) -> Row:
     ok = found.double_executions == 0 and found.lost_decisions == 0 and not found.problems
     reached = ", ".join(f"{n}: {found.reached[n]}" for n in sorted(found.reached))
+    where = f" (after N of the child's {CHILD_APPENDS} appends: {reached})" if reached else ""
     note = (
-        f"{found.kills} killed (after N of the child's {CHILD_APPENDS} appends: {reached or 'not counted'}); "
-        f"'may have run' {found.may_have_run} (of which had not run: {found.may_have_run_but_did_not})"
+        f"{found.kills} killed{where}; 'may have run' {found.may_have_run} "
+        f"(of which had not run: {found.may_have_run_but_did_not})"
     )
     value = f"{found.trials} trials: {found.double_executions} double, {found.lost_decisions} lost"
     return Row(name, value, "0 double, 0 lost", ok, note)

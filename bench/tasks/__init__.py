@@ -11,6 +11,11 @@ grammar were tuned on them), ``MORE_TASKS``, ``SECOND_TASKS`` and ``THIRD_TASKS`
 when written, scored, then used to tune the demo chooser), and ``HELD_OUT`` (written before the
 last tuning, never used for it). The held-out score is the one that tells what a new request gets.
 
+The false-stop check of ``max_repeats`` (the CLI's ``--max-repeats 3``): each run's record is
+replayed through ``miniagent.repeats.Repeats`` as the loop would have fed it (``would_stop``);
+a run it would have stopped that passed its check is a false stop. The runs themselves go
+without ``max_repeats``, so a run the detector would not stop is exactly the run the CLI makes.
+
 ``python -m bench --only tasks`` puts the score in BENCHMARKS.md; ``python -m bench.tasks``
 prints one line per task (``--api openai`` runs the same tasks through the OpenAI-compatible
 endpoint with the Jinja chat template, the way the local provider worked before the native
@@ -253,6 +258,23 @@ class Outcome:
     answer: str
     calls: list[str]
     error: str = ""
+    messages: list[Any] | None = None  # the run's record (for the max_repeats replay)
+
+
+def would_stop(messages: list[Any], limit: int = 3) -> bool:
+    """Whether ``run_agent(max_repeats=limit)`` would have stopped this record ``no_progress``:
+    its answered calls fed to ``Repeats`` in order, the stop asked before each request (each
+    assistant message after the first). The built-in tools are none of them repeatable."""
+    from miniagent.repeats import Repeats
+
+    calls = {call.id: call for message in messages for call in message.tool_calls}
+    watch = Repeats(limit, ())
+    for message in messages:
+        if message.role == "assistant" and watch.stalled:
+            return True
+        if message.role == "tool" and message.state is None and message.tool_call_id in calls:
+            watch.answered(calls[message.tool_call_id], message.content, message.is_error)
+    return False
 
 
 def run_task(client: Any, task: Task) -> Outcome:
@@ -280,7 +302,7 @@ def run_task(client: Any, task: Task) -> Outcome:
         answers = [m.content for m in result.messages if m.role == "assistant" and m.content]
         answer = answers[-1] if answers else ""
         passed = result.stop_reason == "complete" and task.check(answer, workspace)
-        return Outcome(task, passed, seconds, result.stop_reason, answer, calls)
+        return Outcome(task, passed, seconds, result.stop_reason, answer, calls, messages=result.messages)
 
 
 def run_suite(
@@ -347,6 +369,19 @@ def run(report: Any, quick: bool) -> None:
                 f"{seconds:.0f} s in all; server start {start:.1f} s",
             )
         )
+    stopped = [o for o in outcomes if o.messages is not None and would_stop(o.messages)]
+    false_stops = [o for o in stopped if o.passed]
+    names = ", ".join(o.task.name for o in stopped) or "none"
+    section.rows.append(
+        Row(
+            "max_repeats 3 (--max-repeats default): runs it would stop",
+            f"{len(stopped)} of {len(outcomes)}",
+            "0 false stops",
+            not false_stops,
+            f"{len(false_stops)} of them passed (false stops): {names}"
+            "; replayed on each run's record (bench/tasks would_stop)",
+        )
+    )
     section.notes.append(
         f"Load average when the suite started: {load}. Tuned on: {', '.join(t.name for t in TUNED)}; "
         f"held out (never used for tuning): {', '.join(t.name for t in HELD_OUT)} "
@@ -371,6 +406,11 @@ def main(argv: list[str] | None = None) -> int:
         passed, ran, seconds = _score(outcomes, tasks)
         if ran:
             print(f"{label}: {passed} of {ran} passed; {seconds:.0f} s of tasks")
+    stopped = [o for o in outcomes if o.messages is not None and would_stop(o.messages)]
+    print(
+        f"max_repeats 3 would stop {len(stopped)} of {len(outcomes)} runs "
+        f"({sum(o.passed for o in stopped)} of them passed: false stops)"
+    )
     print(f"server start {start:.1f} s")
     return 0
 
