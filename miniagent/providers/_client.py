@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
+from urllib.parse import urlsplit
 
 from ..model import ModelEvent, ModelRequest
 from ..net.sse import SSEDecoder, SSEEvent
 from ..net.urls import check_base_url, check_proxy_for
 from ._config import HTTPSettings, base_headers, resolve_api_key, withheld_key
 from ._http import Decoder, Signer, Transport
+from ._pricing import Pricer
 
 __all__ = ["HTTPClient", "StreamMapper"]
 
@@ -36,12 +38,18 @@ class HTTPClient:
     optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
     ``_auth_headers``; a client with another way to authenticate than a key overrides
     ``_resolve_key``. Error texts name library settings (``stream_timeout``), never a CLI
-    option: the CLI words its own advice by the error's ``kind``.
+    option: the CLI words its own advice by the error's ``kind``. Prices: a subclass names the
+    price table's provider of its official API (``_price_table``) and that API's hosts
+    (``_official_hosts``; an entry starting with ``.`` matches a suffix), and calls
+    ``_set_prices(prices)`` once its ``model`` and ``base_url`` are final.
     """
 
     _provider: ClassVar[str]
     _key_env: ClassVar[str]
     _default_headers: ClassVar[Mapping[str, str]] = {}
+    _price_table: ClassVar[str | None] = None
+    _official_hosts: ClassVar[tuple[str, ...]] = ()
+    _pricer: Pricer
 
     def __init__(
         self,
@@ -83,6 +91,29 @@ class HTTPClient:
     def _auth_headers(self, key: str) -> dict[str, str]:
         """The headers that carry ``key``."""
         raise NotImplementedError
+
+    def _set_prices(self, prices: Mapping[str, float] | None) -> None:
+        """Price this client's requests: ``prices`` (US dollars per million tokens) when given,
+        else the ``genai-prices`` table for the official API (``_official_hosts``) or a server
+        the table knows by its URL (``_pricing.Pricer``).
+
+        Raises:
+            ValueError: bad ``prices``.
+        """
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        official = any(
+            host.endswith(name) if name.startswith(".") else host == name for name in self._official_hosts
+        )
+        self._pricer = Pricer(self.model, self._price_table if official else None, self.base_url, prices)
+
+    def can_price(self) -> bool:
+        """Whether the cost of this client's requests can be known (user prices, or a model the
+        price table knows); imports ``genai-prices`` when needed."""
+        return self._pricer.can_price()
+
+    def __repr__(self) -> str:
+        """``ClientName(model=..., base_url=...)``; never shows a key."""
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
     def _resolve_key(self, api_key: str | None) -> str | None:
         """The key to send (``_config.resolve_api_key``: ``api_key``, else ``$_key_env`` for a

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from .._catalogue import provider
 from .._text import SurrogateJoiner, join_surrogates
@@ -35,7 +34,6 @@ from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
 from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import WireIds
-from ._pricing import Pricer
 
 _ROW = provider("anthropic")
 
@@ -74,6 +72,8 @@ class AnthropicClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = _ROW.key_env or ""
+    _price_table = "anthropic"
+    _official_hosts = ("api.anthropic.com",)
     _default_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
 
     def __init__(
@@ -100,20 +100,10 @@ class AnthropicClient(HTTPClient):
             self.base_url = self.base_url[: -len("/v1")]
         self.max_tokens = max_tokens
         self.prompt_cache = prompt_cache
-        official = _host(self.base_url) == "api.anthropic.com"
-        self._pricer = Pricer(model, "anthropic" if official else None, self.base_url, prices)
-
-    def can_price(self) -> bool:
-        """Whether the cost of this client's requests can be known (user prices, or a model the
-        price table knows); imports ``genai-prices`` when needed."""
-        return self._pricer.can_price()
+        self._set_prices(prices)
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}
-
-    def __repr__(self) -> str:
-        """``AnthropicClient(model=..., base_url=...)``; never shows the key."""
-        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.
@@ -155,10 +145,6 @@ class AnthropicClient(HTTPClient):
             provider=self._provider,
         )
 
-
-def _host(url: str) -> str:
-    """The lower-case host name of ``url`` (``""`` when it has none)."""
-    return (urlsplit(url).hostname or "").lower()
 
 
 @dataclass

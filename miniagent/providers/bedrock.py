@@ -34,7 +34,6 @@ from ._bedrock_stream import map_converse_stream
 from ._client import HTTPClient
 from ._config import HTTPSettings, is_local_url
 from ._history import WireIds
-from ._pricing import Pricer
 
 _ROW = provider("bedrock")
 
@@ -84,6 +83,8 @@ class BedrockClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = _ROW.key_env or ""
+    _price_table = "aws"
+    _official_hosts = (".amazonaws.com", ".amazonaws.com.cn")
     _default_headers: ClassVar[Mapping[str, str]] = {"Accept": "application/vnd.amazon.eventstream"}
 
     def __init__(
@@ -110,8 +111,7 @@ class BedrockClient(HTTPClient):
         super().__init__(model, base_url, api_key, settings=settings, temperature=temperature)
         self.max_tokens = max_tokens
         self._origin = bedrock_origin(self.base_url)
-        official = host.endswith(".amazonaws.com") or host.endswith(".amazonaws.com.cn")
-        self._pricer = Pricer(model, "aws" if official else None, self.base_url, prices)
+        self._set_prices(prices)
 
     def _resolve_key(self, api_key: str | None) -> str | None:
         """The bearer token, or ``None`` when requests are signed instead (or the server is local).
@@ -135,14 +135,6 @@ class BedrockClient(HTTPClient):
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
 
-    def can_price(self) -> bool:
-        """Whether the cost of this client's requests can be known (user prices, or a model the
-        price table knows); imports ``genai-prices`` when needed."""
-        return self._pricer.can_price()
-
-    def __repr__(self) -> str:
-        """``BedrockClient(model=..., base_url=...)``; never shows a key."""
-        return f"BedrockClient(model={self.model!r}, base_url={self.base_url!r})"
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.

@@ -21,7 +21,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from .._catalogue import provider
 from ..errors import IncompleteReason, ProviderError
@@ -43,7 +43,6 @@ from ._decode import count, load_event_json, nonfinite_problem
 from ._endings import turn_ending
 from ._errors import in_stream_error
 from ._gemini_body import build_gemini_body, gemini_origin
-from ._pricing import Pricer
 
 _ROW = provider("gemini")
 
@@ -53,9 +52,6 @@ PROVIDER = "Gemini"
 API_VERSION = "v1beta"
 FALLBACK_KEY_ENV = "GOOGLE_API_KEY"
 """The key variable read when ``GEMINI_API_KEY`` is not set (the SDKs read both)."""
-
-_OFFICIAL_HOST = "generativelanguage.googleapis.com"
-
 
 class GeminiClient(HTTPClient):
     """A ``ModelClient`` for ``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
@@ -83,6 +79,8 @@ class GeminiClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = _ROW.key_env or ""
+    _price_table = "google"
+    _official_hosts = ("generativelanguage.googleapis.com",)
 
     def __init__(
         self,
@@ -109,20 +107,10 @@ class GeminiClient(HTTPClient):
         self.max_tokens = max_tokens
         self.include_thoughts = include_thoughts
         self._origin = gemini_origin(self.base_url)
-        official = (urlsplit(self.base_url).hostname or "").lower() == _OFFICIAL_HOST
-        self._pricer = Pricer(self.model, "google" if official else None, self.base_url, prices)
-
-    def can_price(self) -> bool:
-        """Whether the cost of this client's requests can be known (user prices, or a model the
-        price table knows); imports ``genai-prices`` when needed."""
-        return self._pricer.can_price()
+        self._set_prices(prices)
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
-
-    def __repr__(self) -> str:
-        """``GeminiClient(model=..., base_url=...)``; never shows the key."""
-        return f"GeminiClient(model={self.model!r}, base_url={self.base_url!r})"
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from .._catalogue import provider
 from .._log import Logger
@@ -40,7 +39,6 @@ from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import WireIds
 from ._markup import ToolCallMarkup, parse_tool_call_block
-from ._pricing import Pricer
 
 _ROW = provider("openai")
 
@@ -80,6 +78,8 @@ class OpenAIChatClient(HTTPClient):
 
     _provider = PROVIDER
     _key_env = _ROW.key_env or ""
+    _price_table = "openai"
+    _official_hosts = ("api.openai.com",)
 
     def __init__(
         self,
@@ -103,8 +103,7 @@ class OpenAIChatClient(HTTPClient):
         )
         self.max_tokens = max_tokens
         self.tool_call_markup = tool_call_markup
-        official = (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
-        self._pricer = Pricer(model, "openai" if official else None, self.base_url, prices)
+        self._set_prices(prices)
         self._origin = chat_origin(self.base_url)
         self._limit_field = limit_field(model, self.base_url)
         if temperature is not None and not sends_temperature(model, self.base_url, temperature):
@@ -113,17 +112,8 @@ class OpenAIChatClient(HTTPClient):
             )
             self.temperature = None
 
-    def can_price(self) -> bool:
-        """Whether the cost of this client's requests can be known (user prices, or a model the
-        price table knows); imports ``genai-prices`` when needed."""
-        return self._pricer.can_price()
-
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
-
-    def __repr__(self) -> str:
-        """``OpenAIChatClient(model=..., base_url=...)``; never shows the key."""
-        return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from .._catalogue import provider
 from .._log import Logger
@@ -23,7 +22,6 @@ from ._chat_params import is_openai_reasoning_model, sends_temperature
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._history import WireIds
-from ._pricing import Pricer
 from ._responses_body import build_responses_body, responses_origin
 from ._responses_stream import map_responses_stream
 
@@ -72,6 +70,8 @@ class OpenAIResponsesClient(HTTPClient):
 
     _provider = "OpenAI"
     _key_env = _ROW.key_env or ""
+    _price_table = "openai"
+    _official_hosts = ("api.openai.com",)
 
     def __init__(
         self,
@@ -101,25 +101,15 @@ class OpenAIResponsesClient(HTTPClient):
             encrypted_reasoning = bool(self.reasoning) or is_openai_reasoning_model(model)
         self.encrypted_reasoning = encrypted_reasoning
         self._origin = responses_origin(self.base_url)
-        official = (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
-        self._pricer = Pricer(model, "openai" if official else None, self.base_url, prices)
+        self._set_prices(prices)
         if temperature is not None and not sends_temperature(model, self.base_url, temperature):
             _log.warning(
                 "%s: temperature %s not sent: %s accepts only the default", self._provider, temperature, model
             )
             self.temperature = None
 
-    def can_price(self) -> bool:
-        """Whether the cost of this client's requests can be known (user prices, or a model the
-        price table knows); imports ``genai-prices`` when needed."""
-        return self._pricer.can_price()
-
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
-
-    def __repr__(self) -> str:
-        """``OpenAIResponsesClient(model=..., base_url=...)``; never shows the key."""
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.
