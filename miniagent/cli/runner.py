@@ -223,23 +223,26 @@ class Runner:
         what ``function`` raised.
         """
         outcome: dict[str, Any] = {}
+        done = threading.Event()
 
         def target() -> None:
             try:
                 outcome["result"] = function()
             except BaseException as error:
                 outcome["error"] = error
+            finally:
+                done.set()
 
-        worker = threading.Thread(target=target, name=name, daemon=True)
-        worker.start()
-        deadline = None if wait is None else time.monotonic() + wait
+        # Waits on an Event, not Thread.join: on CPython 3.11 a KeyboardInterrupt inside
+        # join(timeout) marks the running thread stopped (is_alive() turns false), so the thread
+        # would not be counted as abandoned and the exit would wait for it.
         try:
-            while worker.is_alive() and (deadline is None or time.monotonic() < deadline):
-                worker.join(0.05)
+            threading.Thread(target=target, name=name, daemon=True).start()
+            done.wait(wait)
         finally:
-            if worker.is_alive():
+            if not done.is_set():
                 self.abandoned = True
-        if worker.is_alive():
+        if not done.is_set():
             return None
         if "error" in outcome:
             raise outcome["error"]

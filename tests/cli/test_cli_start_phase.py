@@ -162,3 +162,34 @@ def test_json_ends_with_an_error_line_when_the_start_times_out(tmp_path: Path) -
     assert len(lines) == 1 and lines[0]["stop_reason"] is None and lines[0]["exit_code"] == 124
     assert "did not start in time" in lines[0]["error"]
     _assert_gone(int(pid_file.read_text()))
+
+
+def test_ctrl_c_while_waiting_for_a_start_thread_counts_it_as_abandoned() -> None:
+    # Found by the suite under load: on CPython 3.11 a KeyboardInterrupt inside Thread.join(timeout)
+    # marks the still-running thread stopped, so the start thread was not counted as abandoned
+    # and the exit waited for it (the Ctrl-C exit took up to 10 s instead of at once).
+    import threading
+    from typing import Any, cast
+
+    from miniagent.cli.runner import Runner
+
+    runner = Runner(cast(Any, None), cast(Any, None))
+    entered, release = threading.Event(), threading.Event()
+    main = threading.get_ident()
+
+    def start() -> str:
+        entered.set()
+        release.wait(30)
+        return "started"
+
+    def interrupt() -> None:
+        entered.wait(30)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner._in_thread(start, name="test-start")
+        assert runner.abandoned
+    finally:
+        release.set()
