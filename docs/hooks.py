@@ -10,8 +10,8 @@ generator writes is written anywhere else in the docs:
 - ``exit-codes``: ``miniagent.cli.defaults.EXIT_CODES`` (code and meaning) and the library's
   stop reasons with ``exit_code_for_stop_reason``;
 - ``providers``: the provider catalogue (``miniagent._catalogue.CATALOGUE``);
-- ``layout``: the package's modules by wing (``tests/readme_layout.py``, which also draws the
-  README's Layout section).
+- ``layout``: the package's modules by wing (``GROUPS``), each with the first line of its
+  docstring.
 
 An unknown marker fails the build. ``python docs/hooks.py NAME`` prints one part (to read it
 without building the site). The hook imports the ``miniagent`` of this checkout (the folder
@@ -20,8 +20,8 @@ above this file goes first on ``sys.path``), the one mkdocstrings reads (``paths
 
 from __future__ import annotations
 
+import ast
 import html
-import importlib.util
 import re
 import sys
 import typing
@@ -141,14 +141,56 @@ def providers() -> str:
     return "\n".join(lines)
 
 
+LAYOUT_WIDTH = 110
+"""The longest line of the layout drawing; a longer module line is cut at a word, with ``...``."""
+NAME_COLUMN = 36
+GROUPS = (
+    ("", "the core and the top-level modules: the loop and what it speaks (the core: standard library only)"),
+    ("_validation", "the core's JSON Schema check, in parts (private; standard library only)"),
+    ("net", "floor: the cancellable HTTP exchange that model clients and MCP share"),
+    ("process", "floor: child processes in a group of their own (tools, MCP servers, the embedded model)"),
+    ("providers", "wing: model clients over HTTP, and the embedded model (providers/local/)"),
+    ("toolbox", "wing: the built-in tools"),
+    ("mcp", "wing: the MCP client (imports net/ and process/, never providers/ or toolbox/)"),
+    ("stores", "wing: session stores beyond the JSONL file"),
+    ("cli", "wing: the command line (imports everything; nothing imports it)"),
+)
+"""The package's folders in the drawing's order (``""``: the top-level modules), with headings."""
+
+
+def _summary(path: Path) -> str:
+    """The first line of a module's docstring, without its final period (``""`` when none)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    return first.rstrip(".").replace("``", "`")
+
+
+def _layout_line(name: str, summary: str) -> str:
+    line = f"  {name.ljust(NAME_COLUMN - 3)} {summary}".rstrip()
+    if len(line) <= LAYOUT_WIDTH:
+        return line
+    return line[: LAYOUT_WIDTH - 4].rsplit(" ", 1)[0].rstrip(" ,:;(") + " ..."
+
+
 def layout() -> str:
-    """The package's modules by wing with their docstrings' first lines (``tests/readme_layout.py``)."""
-    spec = importlib.util.spec_from_file_location("readme_layout", ROOT / "tests" / "readme_layout.py")
-    assert spec is not None and spec.loader is not None
-    readme_layout = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(readme_layout)
-    drawing: str = readme_layout.layout()
-    return "```text" + drawing.removeprefix("```")
+    """The package's modules by wing (``GROUPS``) with their docstrings' first lines, as a text block.
+
+    Raises:
+        ValueError: a folder of the package is in no group (add it to ``GROUPS``).
+    """
+    package = ROOT / "miniagent"
+    modules = sorted(path.relative_to(package).as_posix() for path in package.rglob("*.py"))
+    folders = {module.split("/", 1)[0] for module in modules if "/" in module}
+    unknown = folders - {folder for folder, _ in GROUPS}
+    if unknown:
+        raise ValueError(f"miniagent/ folders missing from GROUPS of docs/hooks.py: {sorted(unknown)}")
+    lines = ["```text", "miniagent/"]
+    for folder, heading in GROUPS:
+        inside = [m for m in modules if (m.split("/", 1)[0] == folder if folder else "/" not in m)]
+        lines.append(f"  # {folder + '/' if folder else ''}{': ' if folder else ''}{heading}")
+        lines.extend(_layout_line(m, _summary(package / m)) for m in inside)
+    lines.append("```")
+    return "\n".join(lines)
 
 
 GENERATORS: dict[str, Callable[[], str]] = {

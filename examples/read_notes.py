@@ -1,5 +1,6 @@
-"""The README's first example as a script that runs from any folder: the notes folder is found
-from this file's own location, and a missing file is an error result the model can read.
+"""The example of the first tool tutorial (docs/src/tutorial/first-tool.md, step 5) as a script
+that runs from any folder: the notes folder is found from this file's own location, and a
+missing file is an error result the model can read.
 
 Run: ``python examples/read_notes.py`` (needs ``pip install -e '.[local]'``; the embedded model
 is fetched on first use), or with ``--provider openai`` / ``anthropic`` and their keys.

@@ -39,7 +39,9 @@ class HTTPMCPServer(MCPServerBase):
             ``miniagent.tools``).
         max_message_bytes: the largest JSON body or server-sent event read (default
             ``MAX_MESSAGE_BYTES``).
-        roots, elicitation, sampling: what the client offers the server (``MCPServerBase``).
+        roots: the roots the client offers the server (``MCPServerBase``).
+        elicitation: the client's answer to the server's elicitation requests (``MCPServerBase``).
+        sampling: the model client that answers the server's sampling requests (``MCPServerBase``).
         auth: OAuth settings (``auth.OAuth``) for a server that asks for authorization, or
             ``None``: a 401 is then an error.
 

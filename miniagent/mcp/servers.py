@@ -360,7 +360,9 @@ class StdioMCPServer(MCPServerBase):
             process's folder) and a private temporary folder (removed by ``close()``), has no
             network and cannot read secret folders. ``start()`` raises ``SandboxUnavailable``
             where the kernel cannot confine it.
-        roots, elicitation, sampling: what the client offers the server (``MCPServerBase``).
+        roots: the roots the client offers the server (``MCPServerBase``).
+        elicitation: the client's answer to the server's elicitation requests (``MCPServerBase``).
+        sampling: the model client that answers the server's sampling requests (``MCPServerBase``).
 
     The process runs in its own process group; ``close()`` closes its stdin, waits 1 s, then
     SIGTERMs and (0.5 s later) SIGKILLs the group. Its stderr is logged to the ``miniagent.mcp``

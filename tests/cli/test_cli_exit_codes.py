@@ -1,5 +1,6 @@
 """The CLI's exit codes have one home, ``cli.defaults.EXIT_CODES``: ``miniagent --help`` is built
-from it, every stop reason of the library has a row, and the README's list names the same codes."""
+from it, every stop reason of the library has a row, and the docs' command-line reference draws its
+table (``docs/hooks.py``) and explains every code."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from miniagent.cli.defaults import (
     EXIT_CODES,
     EXIT_ERROR,
     EXIT_MAX_TURNS,
+    EXIT_SIGHUP,
+    EXIT_SIGINT,
+    EXIT_SIGPIPE,
+    EXIT_SIGTERM,
     EXIT_TIMEOUT,
+    EXIT_USAGE,
     exit_codes_text,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "src" / "reference" / "cli.md"
 
 
 def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -53,8 +59,13 @@ def test_every_stop_reason_has_a_row(stop_reason: StopReason) -> None:
     assert exit_code_for_stop_reason(stop_reason) in EXIT_CODES
 
 
-def test_the_readme_names_the_codes_of_the_table() -> None:
-    section = README.read_text(encoding="utf-8").split("### Cron and scripts", 1)[1]
-    paragraph = section.split("Exit codes:", 1)[1].split("\n\n", 1)[0]
-    named = {int(code) for code in re.findall(r"`(\d+)`", paragraph)}
-    assert named == set(EXIT_CODES)
+def test_the_reference_draws_the_table_and_explains_every_code() -> None:
+    """The table is generated from ``EXIT_CODES``; the codes the table alone does not explain
+    (what counts as a usage error, what ends with 129 or 141) are named in the page's prose."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    assert "<!-- generated: exit-codes -->" in text
+    prose = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    named = {int(code) for code in re.findall(r"`(\d+)`", prose)}
+    explained = {EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_SIGTERM}
+    assert explained <= named
+    assert named <= set(EXIT_CODES)

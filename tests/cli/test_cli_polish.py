@@ -28,9 +28,10 @@ def test_the_help_lists_every_exit_code(tmp_path: Path) -> None:
 
 
 def test_session_errors_are_runtime_errors_exit_1_as_documented(tmp_path: Path) -> None:
-    # One rule (README "Cron and scripts"): 64 for a wrong command line, 1 for what fails at run time.
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
-    assert "locked by another run" in readme and "the session, its lock" not in readme
+    # One rule (docs, the command line's exit codes): 64 for a wrong command line, 1 for a run-time failure.
+    reference = Path(__file__).resolve().parents[2] / "docs" / "src" / "reference" / "cli.md"
+    documented = " ".join(reference.read_text(encoding="utf-8").split())
+    assert "locked by another run" in documented and "the session, its lock" not in documented
     session = tmp_path / "s.jsonl"
     with FakeOpenAI([]) as server, JSONLSession(session) as holder:
         holder.append(Message("user", "hi"))

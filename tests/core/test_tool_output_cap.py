@@ -58,7 +58,8 @@ def test_every_owner_of_a_cap_refuses_one_below_the_smallest(tmp_path: Path) -> 
         HTTPMCPServer("http://127.0.0.1:9/mcp", max_result_chars=small)
 
 
-def test_the_readme_states_the_cap_of_the_code() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    number = f"{TOOL_OUTPUT_CHARS:,}".replace(",", " ")  # the README writes 30 000
-    assert f"(`miniagent.tools.TOOL_OUTPUT_CHARS`, {number} characters)" in " ".join(readme.split())
+def test_the_docs_state_the_cap_of_the_code() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "src" / "how-to" / "mcp.md"
+    number = f"{TOOL_OUTPUT_CHARS:,}".replace(",", " ")  # the page writes 30 000
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    assert f"(`miniagent.tools.TOOL_OUTPUT_CHARS`, {number} characters)" in text

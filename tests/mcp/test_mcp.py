@@ -1,7 +1,7 @@
 """The MCP client against real servers over stdio: one written with the official ``mcp`` SDK
 (``tests/mcp/sdk_server.py``) and plain processes that misbehave (never answer, exit at once,
 stop reading, are not found). The published ``mcp-server-time`` runs in the CLI test
-(``test_mcp_cli.py``) and the README's example."""
+(``test_mcp_cli.py``) and the docs' example (docs/src/how-to/mcp.md)."""
 
 from __future__ import annotations
 

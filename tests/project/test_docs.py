@@ -1,7 +1,7 @@
 """The documentation site's Python examples run as tests, so the docs cannot drift from the code.
 
-Every ```python block of ``docs/src/**/*.md`` and ``docs/README-next.md`` runs in a fresh
-interpreter, in a temporary folder holding a copy of ``examples/``, offline:
+Every ```python block of ``docs/src/**/*.md`` runs in a fresh interpreter, in a temporary folder
+holding a copy of ``examples/``, offline (the README's own blocks run in ``test_readme.py``):
 
 - ``OPENAI_BASE_URL`` names a model server on 127.0.0.1 that speaks OpenAI's chat completions
   (``tests.providers_server``) and answers every request with one short text answer, so an
@@ -15,9 +15,10 @@ interpreter, in a temporary folder holding a copy of ``examples/``, offline:
 
 The environment's keys (``*_API_KEY`` and the like) are left out. Beside the examples: they are
 lint-clean (pyflakes, the project's line length); every ``--option`` the docs give ``miniagent``
-is one of its options; every generated part of a page is known to the hook (``docs/hooks.py``)
-and lists every option; the README draft keeps the README's two commands as they are; the
-Griffe extension (``docs/griffe_rst.py``) rewrites what it should. The site itself is built by
+is one of its options (the README's too); every generated part of a page is known to the hook
+(``docs/hooks.py``) and lists every option; the layout drawing lists every module; the README
+leads with its two commands and its map points at every tutorial and how-to page; the Griffe
+extension (``docs/griffe_rst.py``) rewrites what it should. The site itself is built by
 ``.ci/run`` (``mkdocs build --strict``: pages, nav, links, anchors, cross-references).
 """
 
@@ -44,7 +45,8 @@ from tests.providers_server import Captured, ProviderServer, Reply
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted((DOCS / "src").rglob("*.md"))
-README_NEXT = DOCS / "README-next.md"
+README = ROOT / "README.md"
+GUIDES = ("tutorial", "how-to")
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 TITLE = re.compile(r'title="([A-Za-z_][A-Za-z0-9_]*\.py)"')
 ANSWER = "An answer from the model server on 127.0.0.1."
@@ -67,7 +69,7 @@ def _blocks(page: Path) -> list[Block]:
     return found
 
 
-BLOCKS = [block for page in [*PAGES, README_NEXT] for block in _blocks(page)]
+BLOCKS = [block for page in PAGES for block in _blocks(page)]
 
 
 def _page_files(block: Block) -> list[Block]:
@@ -229,7 +231,7 @@ def test_every_option_the_docs_name_exists() -> None:
     known = set().union(*_cli_options().values())
     wrong = [
         (page.name, option, where)
-        for page in [*PAGES, README_NEXT]
+        for page in [*PAGES, README]
         for option, where in _named_options(page.read_text(encoding="utf-8"))
         if option not in known
     ]
@@ -240,14 +242,41 @@ def _bash_blocks(text: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```", text, re.M | re.S)
 
 
-def test_readme_draft_keeps_the_two_commands() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    commands = _bash_blocks(section)
+def test_readme_leads_with_the_two_commands() -> None:
+    """The README's first section is "Two commands": install and run the embedded model on a
+    file of ``examples/``, and the test command CI runs; the first agent tutorial gives the first
+    one as it is."""
+    readme = README.read_text(encoding="utf-8")
+    first = readme.split("\n## ", 1)[1]
+    assert first.startswith("Two commands\n")
+    commands = _bash_blocks(first.split("\n## ", 1)[0])
     assert len(commands) == 2
-    draft = README_NEXT.read_text(encoding="utf-8")
-    for command in commands:
-        assert command in _bash_blocks(draft)
+    run, tests = commands
+    assert "pip install -e '.[cli,local]'" in run and "miniagent run --provider local" in run
+    assert "--workspace examples" in run
+    assert "pip install -e '.[test]'" in tests and tests.rstrip().endswith("-m pytest")
+    assert run in _bash_blocks((DOCS / "src" / "tutorial" / "first-agent.md").read_text(encoding="utf-8"))
+
+
+def test_readme_map_points_at_every_guide() -> None:
+    """Where to find what: every link of the README into ``docs/`` names a page that exists, and
+    every tutorial and how-to page is linked."""
+    readme = README.read_text(encoding="utf-8")
+    assert "## Where to find what" in readme
+    linked = set(re.findall(r"\]\((docs/[^)#\s]+)", readme))
+    assert linked and all((ROOT / link).is_file() for link in linked), linked
+    guides = {page.relative_to(ROOT).as_posix() for page in PAGES if page.parent.name in GUIDES}
+    assert guides <= linked, guides - linked
+
+
+def test_layout_lists_every_module() -> None:
+    """The layout page's drawing has one line per module of the package, every folder in a group."""
+    drawing = _hooks().layout()
+    for path in sorted((ROOT / "miniagent").rglob("*.py")):
+        name = path.relative_to(ROOT / "miniagent").as_posix()
+        assert re.search(rf"^  {re.escape(name)} ", drawing, re.M), name
+    page = DOCS / "src" / "explanation" / "layout.md"
+    assert "<!-- generated: layout -->" in page.read_text(encoding="utf-8")
 
 
 def _griffe_rst() -> ModuleType:

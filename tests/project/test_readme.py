@@ -1,8 +1,9 @@
-"""The README's Python examples run as tests, so the docs cannot drift from the code.
+"""The README's Python examples run as tests, so the README cannot drift from the code.
 
 Each ```python block runs in a fresh interpreter, in a temporary folder holding a copy of
 ``examples/``. A block that uses the embedded model (``create_client("local")``) is marked
-``local_model``.
+``local_model``. (The package's layout lives in the docs site, drawn by ``docs/hooks.py`` when
+the site is built; the README's other promises are checked by ``tests/project/test_docs.py``.)
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests import readme_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
@@ -30,7 +29,7 @@ def _params() -> list[object]:
 
 
 def test_readme_has_examples() -> None:
-    assert len(BLOCKS) >= 3
+    assert len(BLOCKS) >= 1
 
 
 @pytest.mark.parametrize("code", _params())
@@ -40,9 +39,3 @@ def test_readme_example_runs(code: str, tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr
-
-
-def test_readme_layout_is_drawn_from_the_package() -> None:
-    """The "Layout" section draws the package as it is (``python tests/readme_layout.py`` redraws it)."""
-    readme = (ROOT / "README.md").read_text()
-    assert readme_layout.drawn(readme) == readme_layout.layout(), "run: python tests/readme_layout.py"
