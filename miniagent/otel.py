@@ -14,10 +14,12 @@ Invariants:
   ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` read when the tracer is made).
   Exception texts never go on spans (a tool's exception may quote anything): a failure is its
   ``error.type`` (the exception's qualified class name) and an ERROR status without a message.
-- ``error.type`` values of our own: ``cancelled`` (the run's cancel event was set: a request or
-  a tool call cut short), ``stream_closed`` (the loop stopped reading a stream for another
-  reason), ``not_approved`` (a refused call), ``tool_error`` (a call answered with an error
-  result: unknown tool, invalid input, the tool's own error).
+- ``error.type``: the qualified name of the exception's nearest public class
+  (``miniagent.errors.ProviderError``, ``ValueError``; a provider's HTTP status also goes in
+  ``http.response.status_code``), or one of our own values: ``cancelled`` (the run's cancel
+  event was set: a request or a tool call cut short), ``stream_closed`` (the loop stopped reading
+  a stream for another reason), ``not_approved`` (a refused call), ``tool_error`` (a call
+  answered with an error result: unknown tool, invalid input, the tool's own error).
 - Each span is current while its work runs (the run's span for the whole run, a request's while
   its stream is read, a call's while it runs), so spans of instrumented libraries underneath
   (HTTP, MCP) nest under it; the run's span is a child of the context current at the call
@@ -65,6 +67,8 @@ class OtelTracer:
             (``invoke_agent {agent_name}``); ``None``: the span is named ``invoke_agent``.
         provider_name: ``gen_ai.provider.name``; ``None``: from the client's class (``openai``,
             ``anthropic``, ``gcp.gemini``, ``aws.bedrock``, ``azure.ai.openai``, ...).
+        parent: the context every run's span is a child of (e.g. one a W3C propagator extracted
+            from a ``traceparent``); ``None``: the context current when the run starts.
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class OtelTracer:
         capture_content: bool | None = None,
         agent_name: str | None = None,
         provider_name: str | None = None,
+        parent: otel_context.Context | None = None,
     ) -> None:
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
         if capture_content is None:
@@ -81,6 +86,7 @@ class OtelTracer:
         self.capture_content = capture_content
         self.agent_name = agent_name
         self.provider_name = provider_name
+        self.parent = parent
 
     def trace_run(self, run: RunStart) -> _RunTrace:
         """The trace of one run (``miniagent.tracing.RunTrace``)."""
@@ -104,6 +110,7 @@ class _RunTrace:
         if server is not None:
             self.common["server.address"], self.common["server.port"] = server
         self.agent_name = owner.agent_name
+        self.parent = owner.parent
         self.tools = {tool.name: tool for tool in run.tools}
         self.span: Span | None = None
         self.token: object = None
@@ -124,7 +131,9 @@ class _RunTrace:
             attributes["gen_ai.tool.definitions"] = content.tool_definitions(self.run.tools)
             if self.run.user is not None:
                 attributes["gen_ai.input.messages"] = content.input_messages([Message("user", self.run.user)])
-        self.span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        self.span = self.tracer.start_span(
+            name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attributes
+        )
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         return self
 
@@ -147,9 +156,7 @@ class _RunTrace:
             return
         if error is not None:
             _failed(span, "cancelled" if self.cancelled() else _error_type(error))
-            reason = getattr(error, "reason", None)
-            if isinstance(reason, str):
-                span.set_attribute("miniagent.error.reason", reason)
+            _error_details(span, error)
         otel_context.detach(self.token)  # type: ignore[arg-type]
         span.end()
 
@@ -173,11 +180,14 @@ class _RunTrace:
                     span.set_attribute("gen_ai.response.time_to_first_chunk", time.monotonic() - started)
                 turn.see(event)
                 yield event
+            if self.cancelled():  # a client that stops at a cancel ends its stream early
+                _failed(span, "cancelled")
         except GeneratorExit:
             _failed(span, "cancelled" if self.cancelled() else "stream_closed")
             raise
         except BaseException as error:
             _failed(span, "cancelled" if self.cancelled() else _error_type(error))
+            _error_details(span, error)
             raise
         finally:
             _close(events)
@@ -292,11 +302,24 @@ def _usage_attributes(usage: Usage) -> dict[str, Any]:
 
 
 def _error_type(error: BaseException) -> str:
-    """The exception's qualified class name (``miniagent.errors.ProviderError``, ``builtins``
-    left out: ``ValueError``)."""
-    kind = type(error)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    """The qualified name of the exception's nearest public class (``builtins`` left out):
+    ``ValueError``, ``miniagent.errors.ProviderError`` for a private subclass of it."""
+    for kind in type(error).__mro__:
+        module = kind.__module__
+        if not any(part.startswith("_") for part in (*module.split("."), kind.__qualname__)):
+            return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    return "_OTHER"
+
+
+def _error_details(span: Span, error: BaseException) -> None:
+    """What a miniagent error says beyond its class: an incomplete answer's reason, a provider's
+    HTTP status (never its message)."""
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        span.set_attribute("miniagent.error.reason", reason)
+    status = getattr(error, "status", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        span.set_attribute("http.response.status_code", status)
 
 
 def _failed(span: Span, error_type: str) -> None:
