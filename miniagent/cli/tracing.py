@@ -23,7 +23,9 @@ imported. The rules:
   command runs untraced (a trace is never a reason to fail a run).
 - Spans are flushed after every run, within ``FLUSH_SECONDS``, also when the run ended by a
   signal or ``--timeout`` (the run closes its spans first); the second Ctrl-C, which leaves at
-  once, does not wait for the collector.
+  once, does not wait for the collector. An OTLP export (its retries included) gives up after
+  ``FLUSH_SECONDS`` too, unless ``OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT`` says otherwise, so a
+  collector that is down costs a run at most that long.
 """
 
 from __future__ import annotations
@@ -102,14 +104,38 @@ def start_tracing(warn: Callable[[str], None], environ: Mapping[str, str] | None
     except ImportError as error:
         warn(f"miniagent: traces need the OpenTelemetry SDK ({error.name}): {_INSTALL}; no traces sent")
         return None
-    exporters = [exporter for name in names if (exporter := _exporter(name, env, warn)) is not None]
-    if not exporters:
+    try:
+        exporters = [exporter for name in names if (exporter := _exporter(name, env, warn)) is not None]
+        if not exporters:
+            return None
+        provider = TracerProvider(resource=_resource())
+        for exporter in exporters:
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+    except Exception as error:  # a bad OTEL_* value the SDK refuses: the run goes on untraced
+        warn(f"miniagent: traces could not be set up ({type(error).__name__}: {error}); no traces sent")
         return None
-    provider = TracerProvider(resource=_resource())
-    for exporter in exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
-    tracer = OtelTracer(provider, parent=_parent_context(env))
-    return Tracing(provider, tracer)
+    _quiet_sdk_logs()
+    return Tracing(provider, OtelTracer(provider, parent=_parent_context(env)))
+
+
+def _quiet_sdk_logs() -> None:
+    """Unless the CLI's logging shows records (``-v``, ``--debug``), the SDK's own records (a
+    retry, a failed export) reach stderr only from ERROR up, as ``miniagent: traces: ...`` lines
+    (control characters escaped), instead of Python's bare last-resort lines."""
+    import logging
+
+    from .terminal import neutralise
+
+    if logging.getLogger().handlers:
+        return
+    class Lines(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"miniagent: traces: {neutralise(record.getMessage())}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.ERROR)
+    handler.setFormatter(Lines())
+    logging.getLogger("opentelemetry").addHandler(handler)
 
 
 def _exporter(name: str, env: Mapping[str, str], warn: Callable[[str], None]) -> Any:
@@ -132,7 +158,10 @@ def _exporter(name: str, env: Mapping[str, str], warn: Callable[[str], None]) ->
     except ImportError as error:
         warn(f"miniagent: the OTLP {protocol} exporter needs {error.name}: {_INSTALL}; no traces sent")
         return None
-    return exporter_class()
+    timeouts = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    if any(env.get(name) for name in timeouts):
+        return exporter_class()  # the exporter reads the variable itself
+    return exporter_class(timeout=FLUSH_SECONDS)  # the SDK's 10 s would outlast the flush
 
 
 def _resource() -> Any:

@@ -151,3 +151,17 @@ def test_which_variables_turn_tracing_on() -> None:
     assert wanted_exporters({"OTEL_TRACES_EXPORTER": "otlp,console"}) == ["otlp", "console"]
     assert wanted_exporters({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}) == []
     assert wanted_exporters({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}) == []
+
+
+def test_a_collector_that_is_not_there_does_not_fail_the_run(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    with OTLPReceiver() as gone:
+        endpoint = gone.endpoint  # a port that was just closed: nothing listens there
+    with FakeOpenAI([text_turn("Fine.")]) as server:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+        done = run_cli(["run", *model_args(server, workspace), "go"], tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fine.\n"
+    assert "Transient error" not in done.stderr  # the SDK's retry lines stay quiet without -v
+    failed = [line for line in done.stderr.splitlines() if line.startswith("miniagent: traces: ")]
+    assert len(failed) == 1, done.stderr

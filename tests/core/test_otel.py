@@ -263,3 +263,22 @@ def test_a_client_without_model_or_url_still_gets_named_spans(exporter: Any) -> 
     run = named["invoke_agent reviewer"][0].attributes or {}
     assert run["gen_ai.agent.name"] == "reviewer"
     assert run["gen_ai.provider.name"] == "scriptedclient"
+
+
+def test_the_compaction_summary_request_is_a_chat_span_too(exporter: Any) -> None:
+    from miniagent import Compaction, ToolResult
+    from tests.window_model import WindowModel
+
+    def answer(turn: int, request: Any) -> list[object]:
+        return ["done"] if turn >= 12 else [ToolCall(f"c{turn}", "read", {"n": 600})]
+
+    model = WindowModel(4_000, answer)
+    read = recording_tool("read", action=lambda arguments, cancel: ToolResult("r" * arguments["n"]))
+    result = run_agent(client=model, system="", tools=[read], user="go", max_turns=40,
+                       compaction=Compaction(2_000, keep_chars=1_500), tracer=_tracer(exporter))
+    assert result.stop_reason == "complete" and model.summaries
+    spans = exporter.get_finished_spans()
+    chats = [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == len(model.sent)  # every request: the turns and each summary request
+    run = _by_name(spans)["invoke_agent"][0]
+    assert all(chat.parent is not None and chat.parent.span_id == run.context.span_id for chat in chats)
