@@ -71,10 +71,18 @@ class DoneEvent:
             its own stop reasons. The loop reads it: a turn marked incomplete that holds no
             tool call raises ``IncompleteResponseError`` instead of being committed (DESIGN.md
             "Round 3 contracts"); a turn is incomplete when any ``DoneEvent`` of its stream says so.
+        model: the model that answered, as the server named it (``model`` of OpenAI's chunks,
+            Anthropic's ``message_start``, the Responses API's ``response``; Gemini's
+            ``modelVersion``), ``None`` when it did not say. For traces
+            (``gen_ai.response.model``); the loop does not read it.
+        response_id: the server's id of the response (``chatcmpl-...``, ``msg_...``,
+            ``resp_...``, Gemini's ``responseId``), ``None`` when it gave none.
     """
 
     stop_reason: str | None = None
     incomplete: IncompleteReason | None = None
+    model: str | None = None
+    response_id: str | None = None
     type: Literal["done"] = field(default="done", init=False)
 
 

@@ -263,8 +263,8 @@ class _Turn:
     def see(self, event: ModelEvent) -> None:
         if isinstance(event, UsageEvent):
             self.usage = event.usage if self.usage is None else self.usage + event.usage
-        elif isinstance(event, DoneEvent):
-            if self.done is None or self.done.incomplete is None:
+        elif isinstance(event, DoneEvent):  # the first, unless a later one says "incomplete"
+            if self.done is None or (event.incomplete is not None and self.done.incomplete is None):
                 self.done = event
         elif self.capture:
             if isinstance(event, TextEvent):
@@ -277,8 +277,13 @@ class _Turn:
         finish = done.stop_reason if done is not None else None
         if finish:
             span.set_attribute("gen_ai.response.finish_reasons", [finish])
-        if done is not None and done.incomplete is not None:
-            span.set_attribute("miniagent.incomplete_reason", done.incomplete)
+        if done is not None:
+            if done.model:
+                span.set_attribute("gen_ai.response.model", done.model)
+            if done.response_id:
+                span.set_attribute("gen_ai.response.id", done.response_id)
+            if done.incomplete is not None:
+                span.set_attribute("miniagent.incomplete_reason", done.incomplete)
         if self.usage is not None:
             span.set_attributes(_usage_attributes(self.usage))
         if self.capture and (self.text or self.calls):

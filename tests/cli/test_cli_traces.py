@@ -75,6 +75,8 @@ def test_a_run_sends_its_span_tree_under_traceparent(tmp_path: Path) -> None:
     assert chats[0].attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
     assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("stop",)
     assert chats[0].attributes["server.address"] == "127.0.0.1"
+    assert chats[0].attributes["gen_ai.response.model"] == "test"  # as the server's chunks say
+    assert chats[0].attributes["gen_ai.response.id"] == "chatcmpl-test"
     assert tool.attributes["gen_ai.tool.call.id"] == "call_1"
     assert tool.attributes["gen_ai.tool.name"] == "read_file"
     assert "error.type" not in tool.attributes

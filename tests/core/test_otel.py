@@ -70,7 +70,8 @@ def _by_name(spans: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
 def _two_turns() -> ModelClient:
     return ModelClient([
         [ToolCall("call_1", "add", {"a": 2, "b": 3}), Usage(100, 20, requests=1, cost_usd=0.001)],
-        [SECRET_ANSWER, Usage(130, 10, cache_read_tokens=64, requests=1, cost_usd=0.0005)],
+        [SECRET_ANSWER, Usage(130, 10, cache_read_tokens=64, requests=1, cost_usd=0.0005),
+         DoneEvent("stop", None, "gpt-test-0613", "resp_2")],
     ])
 
 
@@ -118,6 +119,9 @@ def test_a_run_is_one_invoke_agent_span_with_chat_and_execute_tool_children(expo
     assert first["gen_ai.usage.input_tokens"] == 100 and first["gen_ai.usage.output_tokens"] == 20
     assert first["miniagent.usage.cost_usd"] == pytest.approx(0.001)
     assert second["gen_ai.usage.cache_read.input_tokens"] == 64
+    assert second["gen_ai.response.model"] == "gpt-test-0613" and second["gen_ai.response.id"] == "resp_2"
+    assert second["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "gen_ai.response.model" not in first  # the first turn's server named none
     assert "gen_ai.response.time_to_first_chunk" in first
 
     tool_attributes = tool.attributes or {}
