@@ -167,3 +167,14 @@ def test_a_collector_that_is_not_there_does_not_fail_the_run(tmp_path: Path) -> 
     assert "Transient error" not in done.stderr  # the SDK's retry lines stay quiet without -v
     failed = [line for line in done.stderr.splitlines() if line.startswith("miniagent: traces: ")]
     assert len(failed) == 1, done.stderr
+
+
+def test_chat_traces_each_run_and_the_console_exporter_keeps_stdout_clean(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    with FakeOpenAI([text_turn("Fine."), text_turn("Again.")]) as server:
+        env = {"OTEL_TRACES_EXPORTER": "console"}
+        done = run_cli(["chat", *model_args(server, workspace)], tmp_path, input="hi\nagain\n", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fine.\nAgain.\n"  # the spans went to stderr
+    assert done.stderr.count('"name": "invoke_agent"') == 2
+    assert done.stderr.count('"name": "chat test"') == 2
