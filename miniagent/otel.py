@@ -42,7 +42,15 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from . import __version__
 from . import _genai_content as content
 from .messages import Message, ToolCall
-from .model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
+from .model import (
+    DoneEvent,
+    ModelEvent,
+    ModelRequest,
+    ProviderDoneEvent,
+    TextEvent,
+    ToolCallEvent,
+    UsageEvent,
+)
 from .result import RunResult
 from .tools import Approval
 from .tracing import RunStart
@@ -277,13 +285,13 @@ class _Turn:
         finish = done.stop_reason if done is not None else None
         if finish:
             span.set_attribute("gen_ai.response.finish_reasons", [finish])
-        if done is not None:
+        if isinstance(done, ProviderDoneEvent):
             if done.model:
                 span.set_attribute("gen_ai.response.model", done.model)
             if done.response_id:
                 span.set_attribute("gen_ai.response.id", done.response_id)
-            if done.incomplete is not None:
-                span.set_attribute("miniagent.incomplete_reason", done.incomplete)
+        if done is not None and done.incomplete is not None:
+            span.set_attribute("miniagent.incomplete_reason", done.incomplete)
         if self.usage is not None:
             span.set_attributes(_usage_attributes(self.usage))
         if self.capture and (self.text or self.calls):

@@ -34,7 +34,14 @@ from typing import Any
 from .._text import SurrogateJoiner
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
-from ..model import DoneEvent, ModelEvent, ReasoningEvent, TextEvent, ToolCallEvent, UsageEvent
+from ..model import (
+    ModelEvent,
+    ProviderDoneEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    UsageEvent,
+)
 from ..net.sse import SSEEvent
 from ..usage import Usage
 from ._decode import count, load_event_json, named, parse_tool_input
@@ -205,7 +212,7 @@ class _ResponsesStream:
         if isinstance(self.usage, dict):
             used = responses_usage(self.usage, self.provider)
             yield UsageEvent(price(used) if price is not None else used)
-        yield DoneEvent(self.word, incomplete, self.model, self.response_id)
+        yield ProviderDoneEvent(self.word, incomplete, self.model, self.response_id)
 
     def _open_calls(self, incomplete: IncompleteReason | None) -> Iterator[ModelEvent]:
         """Calls whose item never finished, in order: whole ones as they are; when the response

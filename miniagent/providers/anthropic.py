@@ -17,9 +17,9 @@ from .._text import SurrogateJoiner, join_surrogates
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -375,7 +375,7 @@ class _MessageStream:
         if self.usage:
             usage = messages_usage(self.usage, self.provider)
             yield UsageEvent(self.price(usage) if self.price is not None else usage)
-        yield DoneEvent(self.stop_reason, incomplete, self.model, self.response_id)
+        yield ProviderDoneEvent(self.stop_reason, incomplete, self.model, self.response_id)
 
     def pending_call(self, block: _ToolBlock, incomplete: IncompleteReason | None) -> ToolCall | None:
         """The call of a block that waited for the stop reason: whole, or cut (``cut_call``)."""

@@ -27,9 +27,9 @@ from .._catalogue import provider
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -366,7 +366,7 @@ class _GeminiStream:
             stop_reason, incomplete = f"prompt blocked: {self.blocked}", "content_filter"
         else:
             incomplete = turn_ending(stop_reason)
-        yield DoneEvent(stop_reason, incomplete, self.version, self.response_id)
+        yield ProviderDoneEvent(stop_reason, incomplete, self.version, self.response_id)
 
 
 def _in_usual_order(layout: list[dict[str, Any]]) -> bool:

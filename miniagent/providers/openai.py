@@ -20,9 +20,9 @@ from .._text import SurrogateJoiner, join_surrogates
 from ..errors import IncompleteReason, ProviderError
 from ..messages import ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -463,7 +463,7 @@ class _ChatStream:
         if self.usage is not None:
             used = chat_usage(self.usage, self.timings, self.provider)
             yield UsageEvent(price(used) if price is not None else used)
-        yield DoneEvent(self.finish_reason, self.incomplete, self.model, self.response_id)
+        yield ProviderDoneEvent(self.finish_reason, self.incomplete, self.model, self.response_id)
 
 
 def chat_usage(data: Mapping[str, Any], timings: Any = None, provider: str = PROVIDER) -> Usage:

@@ -13,6 +13,7 @@ import pytest
 
 from miniagent import Approval, DoneEvent, ToolCall, ToolResult, Usage, run_agent
 from miniagent.errors import IncompleteResponseError, ProviderError
+from miniagent.model import ProviderDoneEvent
 from miniagent.testing import ScriptedClient
 from tests.helpers import recording_tool
 
@@ -71,7 +72,7 @@ def _two_turns() -> ModelClient:
     return ModelClient([
         [ToolCall("call_1", "add", {"a": 2, "b": 3}), Usage(100, 20, requests=1, cost_usd=0.001)],
         [SECRET_ANSWER, Usage(130, 10, cache_read_tokens=64, requests=1, cost_usd=0.0005),
-         DoneEvent("stop", None, "gpt-test-0613", "resp_2")],
+         ProviderDoneEvent("stop", None, "gpt-test-0613", "resp_2")],
     ])
 
 
