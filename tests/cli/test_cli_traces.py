@@ -178,3 +178,25 @@ def test_chat_traces_each_run_and_the_console_exporter_keeps_stdout_clean(tmp_pa
     assert done.stdout == "Fine.\nAgain.\n"  # the spans went to stderr
     assert done.stderr.count('"name": "invoke_agent"') == 2
     assert done.stderr.count('"name": "chat test"') == 2
+
+
+def test_traces_asked_for_without_the_extra_are_one_line_and_the_run_goes_on(tmp_path: Path) -> None:
+    from tests.cli_helpers import REPO
+
+    blocker = tmp_path / "no-otel" / "opentelemetry"  # an opentelemetry that is not installed
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'opentelemetry'\", name='opentelemetry')\n"
+    )
+    workspace = _workspace(tmp_path)
+    with FakeOpenAI([text_turn("Fine.")]) as server:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+        env["PYTHONPATH"] = f"{blocker.parent}:{REPO}"  # the blocker first
+        done = run_cli(["run", *model_args(server, workspace), "go"], tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fine.\n"
+    lines = [line for line in done.stderr.splitlines() if "traces need" in line]
+    assert lines == [
+        "miniagent: traces need the OpenTelemetry SDK (opentelemetry): pip install 'miniagent[otel]'; "
+        "no traces sent"
+    ]
