@@ -34,6 +34,8 @@ decides when to stop. Invariants, each tested:
   ``kill -9``. Notes stay in the record and never reach the model (``conversation``).
 - ``max_repeats`` (``miniagent.repeats``): the same call with the same result that many times in
   a row stops the run ``no_progress`` before the next request.
+- ``tracer`` (``miniagent.tracing``): the run, each request's stream and each answered call pass
+  through the run's trace, which hands back what it was given; without one, no tracing work.
 """
 
 from __future__ import annotations
