@@ -18,6 +18,7 @@ Peers, driven without a network and measured in the same run:
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import tempfile
@@ -58,6 +59,8 @@ def _miniagent_run(turns: int, mode: str) -> float:
         used = Usage(1000, 20, 900, 0, 1, 0.0001)
         script = [[*items, used] for items in script]
         options.update(max_total_tokens=10**12, max_cost_usd=10.0**9)
+    if mode == "traced":  # OtelTracer into the SDK, a batch processor, an exporter that drops
+        options["tracer"] = _tracer()
     client = ScriptedClient(script, record_messages=False)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as folder:
         if mode == "session":
@@ -69,6 +72,25 @@ def _miniagent_run(turns: int, mode: str) -> float:
         elapsed = time.perf_counter() - start
     assert result.stop_reason == "complete" and len(result.messages) == 2 * turns, result.stop_reason
     return elapsed / turns
+
+
+@functools.cache
+def _tracer() -> object:
+    """One ``OtelTracer`` for every traced run, on the OpenTelemetry SDK as the CLI sets it up (a
+    ``BatchSpanProcessor``), with an exporter that drops the spans (the cost measured is
+    miniagent's and the SDK's)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from miniagent.otel import OtelTracer
+
+    class Drop(SpanExporter):  # type: ignore[misc]
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop(), max_queue_size=20_000))
+    return OtelTracer(provider)
 
 
 # --- peers ----------------------------------------------------------------------------------------------
@@ -243,6 +265,7 @@ def run(report: Report, quick: bool) -> None:
         "With usage: every turn also streams a `UsageEvent` (summed into `RunResult.usage`) and the "
         "run has `max_total_tokens` and `max_cost_usd`, checked before each request."
     )
+    _traced_rows(section, repeats[500])
     _input_check_rows(section, quick)
 
     peer_sizes = (50, 500)
@@ -294,6 +317,32 @@ def run(report: Report, quick: bool) -> None:
                 f"{fmt_us(cost)} vs {fmt_us(mini['memory', n])} per turn",
             )
         )
+
+
+def _traced_rows(section: Section, repeats: int) -> None:
+    """Tracing on (``run_agent(tracer=OtelTracer(...))``), measured alongside the same runs
+    without: two spans per turn (one ``chat``, one ``execute_tool``) go through the SDK."""
+    if not (have("opentelemetry.sdk") and have("miniagent.otel")):
+        section.notes.append("Tracing on: not measured (the `otel` extra is not installed).")
+        return
+    _miniagent_run(50, "traced")  # warm-up
+    pairs = [(_miniagent_run(500, "memory"), _miniagent_run(500, "traced")) for _ in range(repeats)]
+    plain, traced = median([a for a, _ in pairs]), median([b for _, b in pairs])  # interleaved
+    section.rows.append(
+        Row(
+            "miniagent in memory with tracing on, 500 turns",
+            fmt_us(traced) + "/turn",
+            "reported",
+            None,
+            f"{fmt_x(traced / plain)} the cost in memory (measured alongside)",
+        )
+    )
+    section.notes.append(
+        "Tracing on: `run_agent(tracer=OtelTracer(provider))` with the OpenTelemetry SDK's "
+        "`TracerProvider` and a `BatchSpanProcessor` into an exporter that drops the spans: one "
+        "`chat` and one `execute_tool` span per turn, under one `invoke_agent` span. Tracing off "
+        "(`tracer=None`, the default) is the in-memory row."
+    )
 
 
 UNIQUE_TARGET = 1.0  # seconds: well inside a --timeout of a few seconds

@@ -34,15 +34,18 @@ decides when to stop. Invariants, each tested:
   ``kill -9``. Notes stay in the record and never reach the model (``conversation``).
 - ``max_repeats`` (``miniagent.repeats``): the same call with the same result that many times in
   a row stops the run ``no_progress`` before the next request.
+- ``tracer`` (``miniagent.tracing``): the run, each request's stream and each answered call pass
+  through the run's trace, which hands back what it was given; without one, no tracing work.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ._log import INFO, Logger
+from ._log import INFO
+from ._loop_logs import LoopLogs, log
 from .budget import Budget, Tally
 from .compaction import Compaction, Compactor, context_for
 from .context import MessageWindow
@@ -66,6 +69,7 @@ from .result import RunResult, StopReason, exit_code_for_stop_reason
 from .resume import check_start, repair_open_calls
 from .session import JSONLSession, PathLike, SessionStore
 from .tools import Approval, BeforeToolCall, Tool, ToolResult, check_input
+from .tracing import RunStart, RunTrace, TracedClient, Tracer
 
 if TYPE_CHECKING:  # annotations only: the core never starts a thread
     import threading
@@ -84,9 +88,6 @@ __all__ = [
     "MISSING_RESULT",
     "INTERRUPTED_AFTER_START",
 ]
-
-_log = Logger("miniagent.agent")  # requests, tools, stop reason (see _log: nothing until an app logs)
-
 
 # Literal texts of the contract (DESIGN.md, "The loop").
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
@@ -117,6 +118,7 @@ def run_agent(
     output_schema: dict[str, Any] | Any | None = None,
     compaction: Compaction | None = None,
     max_repeats: int | None = None,
+    tracer: Tracer | None = None,
 ) -> RunResult:
     """Run the agent loop in the caller's thread until it stops with one of the six stop reasons.
 
@@ -167,6 +169,9 @@ def run_agent(
             same call (same tool name, same arguments as canonical JSON) with the same result
             that many times in a row (an int >= 2; calls of ``Tool.repeatable`` tools never
             count; ``miniagent.repeats``). ``None``: no such stop.
+        tracer: sees the run, each model request and each answered tool call
+            (``miniagent.tracing``; ``miniagent.otel.OtelTracer`` makes OpenTelemetry spans of
+            them). ``None``: no tracing work at all.
 
     Returns:
         ``RunResult(messages, stop_reason, usage, output, pending)``: every message (restored
@@ -204,12 +209,18 @@ def run_agent(
     if output_schema is not None:
         loop.output = OutputSchema.of(output_schema)
     loop.compaction = compaction
-    if session is not None:
+    if session is not None:  # the caller closes it
         _check_store(session, session_path, session_fsync)
-        return loop.run(user, max_turns, session, context_max_chars)  # the caller closes it
     owned = JSONLSession(session_path, fsync=session_fsync) if session_path is not None else None
+    store = session if owned is None else owned
     try:
-        return loop.run(user, max_turns, owned, context_max_chars)
+        if tracer is None:
+            return loop.run(user, max_turns, store, context_max_chars)
+        with tracer.trace_run(RunStart(client, system, tools, user, max_turns, cancel)) as trace:
+            loop.client, loop.trace = TracedClient(client, trace), trace
+            result = loop.run(user, max_turns, store, context_max_chars)
+            trace.finish(result)
+            return result
     finally:
         if owned is not None:
             owned.close()
@@ -226,7 +237,7 @@ def _check_store(session: object, session_path: PathLike | None, session_fsync: 
         )
 
 
-class _Loop:
+class _Loop(LoopLogs):
     """One run's state and its named steps; ``run`` reads like the spec's loop."""
 
     def __init__(
@@ -254,13 +265,14 @@ class _Loop:
         self.messages: list[Message] = []  # the record: every committed message, notes included
         self.conversation: list[Message] = []  # what requests are built from: the record without notes
         self.session: SessionStore | None = None
-        self.logging = _log.enabled(INFO)  # whether the request/tool records can reach a handler
+        self.logging = log.enabled(INFO)  # whether the request/tool records can reach a handler
         self.usage = Tally()
         self.call_ids: set[str] | None = None  # every call id of the record, built on first use
         self.budget: Budget | None = None
         self.output: OutputSchema | None = None
         self.compaction: Compaction | None = None
         self.repeats: Repeats | None = None
+        self.trace: RunTrace | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -387,7 +399,11 @@ class _Loop:
             self.checkpoint(calls, index)  # checkpoint 3: the tool never starts
             if approval.deferred:
                 self.defer(calls, index, approval.reason, resumed)
-            content, is_error = self.tool_result(calls, index, approval, resumed)
+            if self.trace is None:
+                content, is_error = self.tool_result(calls, index, approval, resumed)
+            else:
+                answer = partial(self.tool_result, calls, index, approval, resumed)
+                content, is_error = self.trace.tool_call(call, approval, answer)
             self.record_result(call, content, is_error)
             if self.repeats is not None:
                 self.repeats.answered(call, content, is_error)
@@ -534,28 +550,8 @@ class _Loop:
         if pending:
             self.run_tool_calls(list(pending), resumed=True)
 
-    # --- logs (only when an application receives ``miniagent`` records; decided once per run) ---
-
-    def log_request(self, turn: int, window: MessageWindow) -> float:
-        _log.info("request %d: %d messages", turn, len(window))
-        return time.monotonic()
-
-    def log_request_done(self, turn: int, started: float, text: str, calls: list[ToolCall]) -> None:
-        seconds = time.monotonic() - started
-        done = "request %d done in %.2f s: %d characters, %d tool calls"
-        _log.info(done, turn, seconds, len(text), len(calls))
-
-    def log_tool(self, tool: Tool, call: ToolCall) -> float:
-        _log.info("tool %s (%s) started", tool.name, call.id)
-        return time.monotonic()
-
-    def log_tool_done(self, tool: Tool, call: ToolCall, started: float, result: ToolResult) -> None:
-        seconds, outcome = time.monotonic() - started, "error" if result.is_error else "ok"
-        done = "tool %s (%s) done in %.2f s: %s, %d characters"
-        _log.info(done, tool.name, call.id, seconds, outcome, len(result.content))
-
     def stop(self, reason: StopReason, output: Any = None, pending: tuple[ToolCall, ...] = ()) -> RunResult:
-        _log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
+        log.info("stop reason: %s (%d messages in the record)", reason, len(self.messages))
         return RunResult(self.messages, reason, self.usage.total(), output, pending)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "TextEvent",
     "ToolCallEvent",
     "DoneEvent",
+    "ProviderDoneEvent",
     "ReasoningEvent",
     "UsageEvent",
     "ModelEvent",
@@ -76,6 +77,25 @@ class DoneEvent:
     stop_reason: str | None = None
     incomplete: IncompleteReason | None = None
     type: Literal["done"] = field(default="done", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderDoneEvent(DoneEvent):
+    """The ``DoneEvent`` of a provider's stream, which also names the response (for traces:
+    ``gen_ai.response.model``, ``gen_ai.response.id``; the loop reads only what a ``DoneEvent``
+    holds). A subclass, so that a plain ``DoneEvent`` (a scripted model's) costs no more to make.
+
+    Args:
+        stop_reason, incomplete: as ``DoneEvent``'s.
+        model: the model that answered, as the server named it (``model`` of OpenAI's chunks,
+            Anthropic's ``message_start``, the Responses API's ``response``, Gemini's
+            ``modelVersion``), ``None`` when it did not say.
+        response_id: the server's id of the response (``chatcmpl-...``, ``msg_...``,
+            ``resp_...``, Gemini's ``responseId``), ``None`` when it gave none.
+    """
+
+    model: str | None = None
+    response_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from .display import Display
 from .options import Options
 from .report import Outcome, TimedOut
 from .signals import SignalCancel, StartSignals
+from .tracing import Tracing, start_tracing
 
 if TYPE_CHECKING:
     from ..mcp import MCPServerBase
@@ -111,6 +112,7 @@ class Runner:
         self._deadline: float | None = None  # time.monotonic() when --timeout ends the run
         self.store: SessionStore | None = None  # the open session, for every run of the command
         self._signals: SignalCancel | None = None
+        self.tracing: Tracing | None = None  # the OTEL_* variables asked for traces (open())
 
     def __enter__(self) -> Runner:
         return self
@@ -191,6 +193,7 @@ class Runner:
                 f"--timeout {options.timeout:g}: the MCP servers and the model did not start in time"
             )
         check_price(options, self.parts.client)
+        self.tracing = start_tracing(self.display.status)
 
     def close(self) -> None:
         """Stop the spinner, stop the MCP servers (each closes its stdin, then stops its process
@@ -202,6 +205,10 @@ class Runner:
         without waiting for it.
         """
         self.display.close()
+        tracing, self.tracing = self.tracing, None
+        if tracing is not None:
+            with contextlib.suppress(KeyboardInterrupt):
+                tracing.close()  # the spans of every run were flushed at its end already
         store, self.store = self.store, None
         if store is not None:
             store.close()  # releases the session's lock
@@ -280,6 +287,8 @@ class Runner:
                 if timer is not None:
                     timer.cancel()
                 self.display.idle()
+                if self.tracing is not None:  # the run's spans are ended: send them now
+                    self.tracing.flush()
         code = exit_code_for_stop_reason(result.stop_reason)
         aborted = result.stop_reason == "aborted"
         if aborted and timer is not None and timer.fired and signals.signum is None:
@@ -318,6 +327,7 @@ class Runner:
             output_schema=self.output_schema,
             compaction=self.parts.compaction,
             max_repeats=self.options.max_repeats or None,
+            tracer=self.tracing.tracer if self.tracing is not None else None,
         )
 
     def _before_tool_call(self, call: ToolCall) -> Approval:

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_TOKEN_COUNT",
     "count",
     "load_event_json",
+    "named",
     "nonfinite_problem",
     "parse_tool_input",
 ]
@@ -119,6 +120,13 @@ def nonfinite_problem(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend(item)
     return None
+
+
+def named(data: Any, key: str) -> str | None:
+    """``data[key]`` when ``data`` is an object and that is a non-empty string, else ``None``
+    (a response's model or id, as the server named it)."""
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def count(value: Any, name: str = "count", provider: str = "the server") -> int:

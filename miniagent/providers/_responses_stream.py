@@ -34,10 +34,17 @@ from typing import Any
 from .._text import SurrogateJoiner
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
-from ..model import DoneEvent, ModelEvent, ReasoningEvent, TextEvent, ToolCallEvent, UsageEvent
+from ..model import (
+    ModelEvent,
+    ProviderDoneEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    UsageEvent,
+)
 from ..net.sse import SSEEvent
 from ..usage import Usage
-from ._decode import count, load_event_json, parse_tool_input
+from ._decode import count, load_event_json, named, parse_tool_input
 from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 
@@ -142,6 +149,8 @@ class _ResponsesStream:
         self.refused = False
         self.word: str | None = None  # how the response ended, once it did
         self.usage: Any = None
+        self.model: str | None = None  # the terminal response's model and id (for traces)
+        self.response_id: str | None = None
         self.stream_tag = uuid.uuid4().hex[:16]
 
     def text(self, text: str) -> list[ModelEvent]:
@@ -203,7 +212,7 @@ class _ResponsesStream:
         if isinstance(self.usage, dict):
             used = responses_usage(self.usage, self.provider)
             yield UsageEvent(price(used) if price is not None else used)
-        yield DoneEvent(self.word, incomplete)
+        yield ProviderDoneEvent(self.word, incomplete, self.model, self.response_id)
 
     def _open_calls(self, incomplete: IncompleteReason | None) -> Iterator[ModelEvent]:
         """Calls whose item never finished, in order: whole ones as they are; when the response
@@ -354,6 +363,7 @@ def _ended(stream: _ResponsesStream, payload: dict[str, Any]) -> list[ModelEvent
     response = payload.get("response")
     response = response if isinstance(response, dict) else {}
     stream.usage = response.get("usage")
+    stream.model, stream.response_id = named(response, "model"), named(response, "id")
     if payload.get("type") == "response.incomplete":
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None

@@ -16,9 +16,9 @@ from .._text import SurrogateJoiner, join_surrogates
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -30,7 +30,7 @@ from ..usage import Usage
 from ._anthropic_body import TRIMMED_PLACEHOLDER, build_messages_body, fits_call_id
 from ._client import HTTPClient
 from ._config import HTTPSettings
-from ._decode import count, load_event_json, nonfinite_problem, parse_tool_input
+from ._decode import count, load_event_json, named, nonfinite_problem, parse_tool_input
 from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import WireIds
@@ -226,6 +226,8 @@ class _MessageStream:
         self.text = SurrogateJoiner()
         self.held: list[_ToolBlock] = []
         self.stop_reason: str | None = None
+        self.model: str | None = None  # message_start's model and id (for traces)
+        self.response_id: str | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], ModelEvent | None]] = {
             "content_block_delta": self.block_delta,
             "content_block_start": self.block_start,
@@ -302,8 +304,10 @@ class _MessageStream:
         return ToolCallEvent(block.call())
 
     def message_start(self, data: dict[str, Any]) -> ModelEvent | None:
-        """``message_start``: remember the usage so far (input tokens, cache use)."""
+        """``message_start``: remember the usage so far (input tokens, cache use), the model and
+        the message id."""
         message = data.get("message")
+        self.model, self.response_id = named(message, "model"), named(message, "id")
         usage = message.get("usage") if isinstance(message, dict) else None
         if isinstance(usage, dict):
             self.update_usage(usage)
@@ -357,7 +361,7 @@ class _MessageStream:
         if self.usage:
             usage = messages_usage(self.usage, self.provider)
             yield UsageEvent(self.price(usage) if self.price is not None else usage)
-        yield DoneEvent(self.stop_reason, incomplete)
+        yield ProviderDoneEvent(self.stop_reason, incomplete, self.model, self.response_id)
 
     def pending_call(self, block: _ToolBlock, incomplete: IncompleteReason | None) -> ToolCall | None:
         """The call of a block that waited for the stop reason: whole, or cut (``cut_call``)."""

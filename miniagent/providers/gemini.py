@@ -27,9 +27,9 @@ from .._catalogue import provider
 from ..errors import IncompleteReason, ProviderError
 from ..messages import Reasoning, ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -39,7 +39,7 @@ from ..net.sse import SSEEvent
 from ..usage import Usage
 from ._client import HTTPClient
 from ._config import HTTPSettings, is_local_url
-from ._decode import count, load_event_json, nonfinite_problem
+from ._decode import count, load_event_json, named, nonfinite_problem
 from ._endings import turn_ending
 from ._errors import in_stream_error
 from ._gemini_body import build_gemini_body, gemini_origin
@@ -225,6 +225,8 @@ class _GeminiStream:
         self.needs_layout = False
         self.finish_reason: str | None = None
         self.blocked: str | None = None
+        self.version: str | None = None  # modelVersion and responseId (for traces)
+        self.response_id: str | None = None
         self.usage: dict[str, Any] | None = None
 
     def response(self, data: dict[str, Any]) -> list[ModelEvent]:
@@ -233,6 +235,8 @@ class _GeminiStream:
         usage = data.get("usageMetadata")
         if isinstance(usage, dict):
             self.usage = usage
+        self.version = named(data, "modelVersion") or self.version
+        self.response_id = named(data, "responseId") or self.response_id
         feedback = data.get("promptFeedback")
         reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if isinstance(reason, str) and reason:
@@ -350,7 +354,7 @@ class _GeminiStream:
             stop_reason, incomplete = f"prompt blocked: {self.blocked}", "content_filter"
         else:
             incomplete = turn_ending(stop_reason)
-        yield DoneEvent(stop_reason, incomplete)
+        yield ProviderDoneEvent(stop_reason, incomplete, self.version, self.response_id)
 
 
 def _in_usual_order(layout: list[dict[str, Any]]) -> bool:

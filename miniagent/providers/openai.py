@@ -19,9 +19,9 @@ from .._text import SurrogateJoiner, join_surrogates
 from ..errors import IncompleteReason, ProviderError
 from ..messages import ToolCall
 from ..model import (
-    DoneEvent,
     ModelEvent,
     ModelRequest,
+    ProviderDoneEvent,
     ReasoningEvent,
     TextEvent,
     ToolCallEvent,
@@ -34,7 +34,7 @@ from ._chat_params import limit_field, sends_temperature
 from ._chat_reasoning import TEXT_FIELDS, add_details, chat_origin, closing_block, text_block
 from ._client import HTTPClient
 from ._config import HTTPSettings
-from ._decode import count, load_event_json, parse_tool_input
+from ._decode import count, load_event_json, named, parse_tool_input
 from ._endings import cut_call, turn_ending
 from ._errors import in_stream_error
 from ._history import WireIds
@@ -329,6 +329,9 @@ def map_chat_stream(
             continue
         if chunk.get("error") or event.event == "error":
             raise in_stream_error(provider, chunk, secrets)
+        if stream.unnamed:  # the model and the id, from the first chunk (every chunk has them)
+            stream.model, stream.response_id = named(chunk, "model"), named(chunk, "id")
+            stream.unnamed = False
         reported = chunk.get("usage")
         if isinstance(reported, dict):
             stream.usage, stream.timings = reported, chunk.get("timings")
@@ -367,6 +370,9 @@ class _ChatStream:
         self.timings: Any = None  # llama.cpp's timings next to it
         self.finish_reason: str | None = None
         self.incomplete: IncompleteReason | None = None  # how the finish_reason ended the turn
+        self.model: str | None = None  # the model and the id the chunks name (for traces)
+        self.response_id: str | None = None
+        self.unnamed = True  # no chunk read yet
 
     def delta(self, delta: dict[str, Any]) -> list[ModelEvent]:
         """Reasoning pieces, text (``content``, else ``refusal``) and call fragments of one delta.
@@ -447,7 +453,7 @@ class _ChatStream:
         if self.usage is not None:
             used = chat_usage(self.usage, self.timings, self.provider)
             yield UsageEvent(price(used) if price is not None else used)
-        yield DoneEvent(self.finish_reason, self.incomplete)
+        yield ProviderDoneEvent(self.finish_reason, self.incomplete, self.model, self.response_id)
 
 
 def chat_usage(data: Mapping[str, Any], timings: Any = None, provider: str = PROVIDER) -> Usage:

@@ -11,6 +11,7 @@ holding a copy of ``examples/``, offline (the README's own blocks run in ``test_
 - a block whose fence names a file (```` ```python title="tasks.py" ````) is also written to that
   file in the folder of every block of its page, so the next block can import it;
 - a block that uses the embedded model (``create_client("local")``) is marked ``local_model``;
+  one that imports the OpenTelemetry SDK is skipped where the ``otel`` extra is not installed;
   a block that appears twice (a README example repeated in the tutorial) runs once.
 
 The environment's keys (``*_API_KEY`` and the like) are left out. Beside the examples: they are
@@ -134,6 +135,8 @@ def test_docs_example_runs(
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")])
     if _needs_redis(block):
         env["REDIS_URL"] = str(request.getfixturevalue("redis_url")).rsplit("/", 1)[0]
+    if re.search(r"^\s*from opentelemetry\.sdk\b", block.code, re.M):
+        pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra is not installed")
     done = subprocess.run(
         [sys.executable, "-c", block.code],
         cwd=tmp_path,

@@ -51,8 +51,8 @@ def test_public_names() -> None:
 def test_import_pulls_in_no_third_party_module() -> None:
     code = (
         "import sys, miniagent, miniagent.testing, miniagent.agent;"
-        "print(sorted(m for m in ('requests', 'typer', 'click', 'rich', 'urllib3', 'xllamacpp')"
-        " if m in sys.modules))"
+        "print(sorted(m for m in ('requests', 'typer', 'click', 'rich', 'urllib3', 'xllamacpp',"
+        " 'opentelemetry') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
