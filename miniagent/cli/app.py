@@ -236,6 +236,39 @@ def _decide(path: Path, call_id: str, approved: bool, reason: str) -> int:
     return EXIT_OK
 
 
+config_app = typer.Typer(
+    name="config",
+    help="The configuration files (./miniagent.toml, ~/.config/miniagent/config.toml) and profiles.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(config_app)
+
+
+@config_app.command("show", cls=_Command)
+def _config_show(
+    ctx: typer.Context,
+    profile: Annotated[
+        Optional[str],  # noqa: UP045 (typer reads the annotations)
+        typer.Option(
+            "--profile", metavar="NAME", help="The profile to show (default: $MINIAGENT_PROFILE, else none)."
+        ),
+    ] = None,
+    json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per option: key, value, source.")
+    ] = False,
+) -> int:
+    """Show the value every option of run takes now and where it comes from (environment
+    variable, profile or defaults of a file with its line, or the built-in default); secrets
+    are shown as ***."""
+    from .config_command import config_rows, render_rows
+
+    rows = config_rows(ctx.find_root(), ["--profile", profile] if profile is not None else [])
+    sys.stdout.write(render_rows(rows, json))
+    return EXIT_OK
+
+
 def _click_error_classes() -> tuple[type[Exception], type[Exception]]:
     """(UsageError, ClickException) of the click that typer uses (vendored in typer >= 0.26)."""
     mro = typer.BadParameter.__mro__
