@@ -31,6 +31,7 @@ from .option_files import regular_files
 from .options import Options, with_options
 from .report import Outcome, error_text
 from .run import command_run
+from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -102,15 +103,38 @@ def _run(
         bool,
         typer.Option(
             "--continue",
-            help="Go on from --session without a new prompt: run the calls approved with "
-            "miniagent session approve (once), record the denials, then ask the model again.",
+            help="Go on from --session (default: the latest session of this workspace, miniagent "
+            "session list) without a new prompt: run the calls approved with miniagent session "
+            "approve (once), record the denials, then ask the model again.",
         ),
     ] = False,
+    stdin_max_chars: Annotated[
+        int,
+        typer.Option(
+            "--stdin-max-chars",
+            min=0,
+            metavar="N",
+            help="When standard input is a pipe or a file and PROMPT is given, attach at most N "
+            "characters of it to the prompt (a note says when it was cut; binary input is refused); "
+            "0: never read it. A terminal or /dev/null is never read.",
+        ),
+    ] = DEFAULT_STDIN_MAX_CHARS,
+    stdin_wait: Annotated[
+        float,
+        typer.Option(
+            "--stdin-wait",
+            min=0.0,
+            metavar="SECONDS",
+            help="Stop reading standard input after SECONDS without data (a pipe that never closes) "
+            "and attach what came.",
+        ),
+    ] = DEFAULT_STDIN_WAIT,
     *,
     options: Options,
 ) -> Outcome:
     """Run one task and print the answer (streamed on a terminal)."""
-    return command_run(prompt, options, output_schema=output_schema, continuing=continue_)
+    stdin = (stdin_max_chars, stdin_wait)
+    return command_run(prompt, options, output_schema=output_schema, continuing=continue_, stdin=stdin)
 
 
 @app.command("chat", cls=_Command)
@@ -193,6 +217,70 @@ def _session_pending(
             sys.stdout.write(f"{neutralise(call.id)} ({neutralise(said + why)})\n  {show_call(call)}\n")
     if not listed:
         sys.stderr.write(f"miniagent: no call of {neutralise(str(path))} waits for a decision\n")
+    return EXIT_OK
+
+
+@session_app.command("list", cls=_Command)
+def _session_list(
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per session: path, workspace, when, turns, stop_reason, cost_usd, runs.",
+        ),
+    ] = False,
+) -> int:
+    """List the sessions run and chat worked on (their files still there), the most recent first:
+    when, turns, last stop reason, cost, path. A run without --session keeps none."""
+    from .session_command import list_text
+    from .session_log import known_sessions, log_path
+
+    try:
+        known = known_sessions()
+    except OSError as error:
+        _print_error(f"{log_path()}: cannot be read ({error.strerror or error})")
+        return EXIT_ERROR
+    if json:
+        from ..messages import json_text
+
+        sys.stdout.write("".join(json_text(item.to_json()) + "\n" for item in known))
+    else:
+        sys.stdout.write(list_text(known))
+    if not known:
+        sys.stderr.write(f"miniagent: no session recorded yet in {log_path()}\n")
+    return EXIT_OK
+
+
+@session_app.command("show", cls=_Command)
+def _session_show(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH",
+            exists=True,
+            dir_okay=False,
+            callback=regular_files,
+            help="The JSONL session file.",
+        ),
+    ],
+    json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per message, as in the session file.")
+    ] = False,
+) -> int:
+    """Show a session's record: every message, tool call and result, and the notes on calls."""
+    from ..messages import json_text
+    from ..session import load_session
+    from .session_command import record_text
+
+    try:
+        messages = load_session(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    if json:
+        sys.stdout.write("".join(json_text(message.to_json()) + "\n" for message in messages))
+    else:
+        sys.stdout.write(record_text(messages))
     return EXIT_OK
 
 
