@@ -269,7 +269,7 @@ def _check_value(ctx: Any, param: Option, setting: Setting) -> Any:
     items = value if isinstance(value, list) else []
     if bad_type or any(not isinstance(item, str) for item in items):
         raise ConfigProblem(f"{setting.where}: {key}: expected {wanted}, got {_toml_type(value)}")
-    if _is(param.type, "Path"):
+    if _is(param.type, "Path") or _is(param.type, "TyperPath"):
         value = [os.path.expanduser(v) for v in value] if param.multiple else os.path.expanduser(value)
     try:
         param.process_value(ctx, value)
