@@ -14,7 +14,7 @@ import typer
 from miniagent.cli.app import app
 from miniagent.cli.config import option_keys
 from miniagent.cli.defaults import EXIT_OK, EXIT_USAGE
-from tests.cli_helpers import FakeOpenAI, json_lines, model_args, run_cli, text_turn
+from tests.cli_helpers import FakeOpenAI, json_lines, run_cli, text_turn
 
 pytestmark = pytest.mark.timeout(120)
 
