@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..process.environment import is_secret_name
-from .checks import UsageProblem
+from .problems import UsageProblem
 
 if TYPE_CHECKING:  # the click typer uses: its own copy in typer >= 0.26, else click
     from click import Option
