@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..process.environment import is_secret_name
+from .._secret_names import is_secret_name
 from .problems import UsageProblem
 
 if TYPE_CHECKING:  # the click typer uses: its own copy in typer >= 0.26, else click
@@ -219,6 +219,11 @@ def _read(path: Path) -> _File | None:
         raise ConfigProblem(f"{path}: cannot be read ({error.strerror or error})") from None
     if not stat.S_ISREG(info.st_mode):
         raise ConfigProblem(f"{path}: not a regular file")
+    from .config_cache import cached, remember
+
+    hit = cached(path, info)
+    if hit is not None:
+        return _File(path, hit[0], hit[1], _private(info))
     from .._regular import read_regular
 
     try:
@@ -230,7 +235,25 @@ def _read(path: Path) -> _File | None:
         data = toml.loads(text)
     except toml.TOMLDecodeError as error:
         raise ConfigProblem(f"{path}: not valid TOML: {error}") from None
-    return _File(path, data, _key_lines(text), _private(info))
+    parsed = _File(path, data, _key_lines(text), _private(info))
+    if not _holds_secret(data):
+        remember(path, info, data, parsed.lines)
+    return parsed
+
+
+def _holds_secret(data: Mapping[str, Any]) -> bool:
+    """Whether any value of the file, in any table, is a secret (``is_secret_setting``)."""
+    for key, value in data.items():
+        if isinstance(value, dict):
+            if _holds_secret(value):
+                return True
+        elif is_secret_setting(str(key), value) or any(is_secret_setting(str(key), v) for v in _items(value)):
+            return True
+    return False
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _toml() -> Any:

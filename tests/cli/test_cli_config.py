@@ -175,3 +175,23 @@ def test_config_show_text_lists_the_files(tmp_path: Path) -> None:
     assert (
         json.loads(run_cli(["config", "show", "--json"], tmp_path).stdout.splitlines()[0])["key"] == "profile"
     )
+
+
+def test_the_parse_cache_follows_every_change_and_never_keeps_a_secret(tmp_path: Path) -> None:
+    cache = tmp_path / "state" / "miniagent" / "config-cache.json"
+    path = _project_file(tmp_path, "max-turns = 5\n")
+    assert _show(tmp_path)["max-turns"]["value"] == 5
+    assert cache.stat().st_mode & 0o777 == 0o600 and str(path) in json.loads(cache.read_text())
+    path.write_text("max-turns = 6\n", encoding="utf-8")  # same size: the times and inode tell
+    assert _show(tmp_path)["max-turns"]["value"] == 6
+    path.write_text("max-turns = 6\nbad-key = 1\n", encoding="utf-8")
+    assert run_cli(["config", "show"], tmp_path).returncode == EXIT_USAGE
+    secret = 'base-url = "http://me:hunter2-token@127.0.0.1:9/v1"\n'
+    _project_file(tmp_path, secret, mode=0o600)
+    assert _show(tmp_path)["base-url"]["value"] == "***"
+    assert "hunter2" not in cache.read_text()
+    path.chmod(0o644)  # a chmod alone makes the file readable by others: refused at once
+    assert run_cli(["config", "show"], tmp_path).returncode == EXIT_USAGE
+    cache.write_text("{not json", encoding="utf-8")  # a broken cache is ignored
+    path.write_text("max-turns = 7\n", encoding="utf-8")
+    assert _show(tmp_path)["max-turns"]["value"] == 7
