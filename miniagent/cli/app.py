@@ -334,11 +334,21 @@ config_app = typer.Typer(
 app.add_typer(config_app)
 
 
-@config_app.command("show", cls=_Command)
+@config_app.command(
+    "show", cls=_Command, context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
+)
 def _config_show(
     ctx: typer.Context,
+    run_options: Annotated[
+        Optional[list[str]],  # noqa: UP045 (typer reads the annotations)
+        typer.Argument(
+            metavar="[RUN_OPTIONS]...",
+            show_default=False,
+            help="Options of run to resolve too (--max-turns 3): their source is then 'flag'.",
+        ),
+    ] = None,
     profile: Annotated[
-        Optional[str],  # noqa: UP045 (typer reads the annotations)
+        Optional[str],  # noqa: UP045
         typer.Option(
             "--profile", metavar="NAME", help="The profile to show (default: $MINIAGENT_PROFILE, else none)."
         ),
@@ -347,12 +357,13 @@ def _config_show(
         bool, typer.Option("--json", help="One JSON object per option: key, value, source.")
     ] = False,
 ) -> int:
-    """Show the value every option of run takes now and where it comes from (environment
+    """Show the value every option of run takes now and where it comes from (flag, environment
     variable, profile or defaults of a file with its line, or the built-in default); secrets
     are shown as ***."""
     from .config_command import config_rows, render_rows
 
-    rows = config_rows(ctx.find_root(), ["--profile", profile] if profile is not None else [])
+    args = (["--profile", profile] if profile is not None else []) + list(run_options or [])
+    rows = config_rows(ctx.find_root(), args)
     sys.stdout.write(render_rows(rows, json))
     return EXIT_OK
 

@@ -69,12 +69,17 @@ def test_precedence_flag_over_environment_over_profile_over_defaults(tmp_path: P
     assert by_env["profile"]["value"] == "nightly"
     assert by_env["model"] == {"key": "model", "value": "env-model", "source": "environment $MINIAGENT_MODEL"}
     assert by_env["max-turns"]["value"] == 6
+    flagged = _show(
+        tmp_path, "--max-turns", "9", "--model", "flag-model", env={"MINIAGENT_MODEL": "env-model"}
+    )
+    assert flagged["max-turns"] == {"key": "max-turns", "value": 9, "source": "flag"}
+    assert flagged["model"] == {"key": "model", "value": "flag-model", "source": "flag"}
 
 
 def test_a_profile_reaches_the_run_and_a_flag_wins(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with FakeOpenAI([text_turn("one"), text_turn("two")]) as server:
+    with FakeOpenAI([text_turn("one"), text_turn("two"), text_turn("three")]) as server:
         _project_file(
             tmp_path,
             f'[profiles.cron]\nprovider = "openai"\nbase-url = "{server.base_url}"\nmodel = "from-profile"\n'
@@ -85,10 +90,15 @@ def test_a_profile_reaches_the_run_and_a_flag_wins(tmp_path: Path) -> None:
         assert json_lines(first.stdout)[-1]["stop_reason"] == "complete"
         second = run_cli(["run", "--profile", "cron", "--model", "from-flag", "hi"], tmp_path)
         assert second.returncode == EXIT_OK, second.stderr
+        third = run_cli(
+            ["run", "hi"], tmp_path, env={"MINIAGENT_PROFILE": "cron", "MINIAGENT_MODEL": "from-env"}
+        )
+        assert third.returncode == EXIT_OK, third.stderr
     assert server.requests[0]["model"] == "from-profile"
     body = server.requests[0]
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 77
     assert server.requests[1]["model"] == "from-flag"
+    assert server.requests[2]["model"] == "from-env"
 
 
 @pytest.mark.parametrize(
