@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from .common import Report, Row, fmt_ms, fmt_x, median, run_env, wall
+from .common import Report, Row, fmt_ms, fmt_x, load_average, median, run_env, wall
 from .server import SSEServer
 
 RATIO_TARGET = 1.2
@@ -55,6 +55,12 @@ def _llm_command(home: str, base_url: str) -> list[str] | None:
 
 def run(report: Report, quick: bool) -> None:
     section = report.section("oneshot", "One-shot run (start-up a cron job pays)")
+    section.notes.append(
+        f"Load average when this section started: {load_average()} (other jobs on the 2 cores): wall "
+        "times of whole runs scatter by tens of milliseconds; the profile's target is therefore on "
+        "the parse of run's options in a fresh interpreter, the only work that differs between the "
+        "two runs (the config modules, the file or its parse cache, every value checked)."
+    )
     script = shutil.which("miniagent", path=os.path.dirname(sys.executable))
     if not script:
         report.skip(

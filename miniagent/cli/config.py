@@ -43,7 +43,6 @@ import re
 import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -72,17 +71,17 @@ PROJECT_FILE = "miniagent.toml"
 NO_KEY = frozenset({"help", "profile"})
 META = "miniagent.config"  # ctx.meta key: {param name: Setting} of what the files gave
 _BARE = r"[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'"
-_KEY_LINE = re.compile(rf"^\s*((?:{_BARE})(?:\s*\.\s*(?:{_BARE}))*)\s*=")
-_TABLE_LINE = re.compile(rf"^\s*\[\s*((?:{_BARE})(?:\s*\.\s*(?:{_BARE}))*)\s*\]")
+_KEY_LINE = rf"^\s*((?:{_BARE})(?:\s*\.\s*(?:{_BARE}))*)\s*="  # compiled on a parse only (re caches)
+_TABLE_LINE = rf"^\s*\[\s*((?:{_BARE})(?:\s*\.\s*(?:{_BARE}))*)\s*\]"
 
 
 class ConfigProblem(UsageProblem):
     """A configuration file cannot be used (exit 64); the message names the file and line."""
 
 
-@dataclass(frozen=True)
 class Setting:
-    """One option value from a configuration file.
+    """One option value from a configuration file (a plain class: a dataclass would cost a
+    one-shot run about a millisecond to create).
 
     Args:
         key: the key (``max-turns``).
@@ -92,11 +91,13 @@ class Setting:
         profile: the profile it belongs to, or ``None`` for the file's defaults.
     """
 
-    key: str
-    value: Any
-    file: Path
-    line: int | None
-    profile: str | None
+    __slots__ = ("file", "key", "line", "profile", "value")
+
+    def __init__(self, key: str, value: Any, file: Path, line: int | None, profile: str | None) -> None:
+        self.key, self.value, self.file, self.line, self.profile = key, value, file, line, profile
+
+    def __repr__(self) -> str:
+        return f"Setting({self.key!r}, {self.where})"
 
     @property
     def where(self) -> str:
@@ -110,12 +111,15 @@ class Setting:
         return f"{level} ({self.where})"
 
 
-@dataclass(frozen=True)
 class _File:
-    path: Path
-    data: dict[str, Any]
-    lines: dict[tuple[str, ...], int]
-    private: bool
+    """A configuration file read: its path, its data, the line of each key, whether it is private."""
+
+    __slots__ = ("data", "lines", "path", "private")
+
+    def __init__(
+        self, path: Path, data: dict[str, Any], lines: dict[tuple[str, ...], int], private: bool
+    ) -> None:
+        self.path, self.data, self.lines, self.private = path, data, lines, private
 
 
 def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -190,12 +194,12 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     lines: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
     for number, line in enumerate(text.splitlines(), 1):
-        header = _TABLE_LINE.match(line)
+        header = re.match(_TABLE_LINE, line)
         if header and not line.lstrip().startswith("[["):
             table = _key_parts(header.group(1))
             lines.setdefault(table, number)
             continue
-        key = _KEY_LINE.match(line)
+        key = re.match(_KEY_LINE, line)
         if key:
             lines.setdefault(table + _key_parts(key.group(1)), number)
     return lines

@@ -23,7 +23,6 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,9 @@ from .defaults import session_folder
 __all__ = ["KnownSession", "known_sessions", "latest_session", "log_path", "record_run", "record_session"]
 
 
-@dataclass
 class KnownSession:
-    """A session of the log.
+    """A session of the log (a plain class: ``run`` imports this module, and a dataclass costs
+    about a millisecond to create).
 
     Args:
         path: the session file (absolute).
@@ -48,13 +47,20 @@ class KnownSession:
         runs: how many runs the log has for it.
     """
 
-    path: Path
-    workspace: Path
-    when: float
-    turns: int
-    stop_reason: str
-    cost_usd: float | None
-    runs: int
+    __slots__ = ("cost_usd", "path", "runs", "stop_reason", "turns", "when", "workspace")
+
+    def __init__(
+        self,
+        path: Path,
+        workspace: Path,
+        when: float,
+        turns: int,
+        stop_reason: str,
+        cost_usd: float | None,
+        runs: int,
+    ) -> None:
+        self.path, self.workspace, self.when, self.turns = path, workspace, when, turns
+        self.stop_reason, self.cost_usd, self.runs = stop_reason, cost_usd, runs
 
     def to_json(self) -> dict[str, Any]:
         """``{"path", "workspace", "when" (ISO 8601, UTC), "turns", "stop_reason", "cost_usd", "runs"}``."""
