@@ -32,6 +32,8 @@ Invariants:
 - A secret (a key whose name says it holds one: ``is_secret_name``; a URL with a password) is
   accepted only from a private file: mode ``0600`` or stricter, owned by this user. Error
   messages and ``config show`` never repeat a secret.
+- A file owned by another user (root's excepted) or writable by every user is refused: its
+  values would apply to the commands of whoever starts one in its folder.
 - Paths: ``~`` is expanded; a relative path is relative to the current folder, as on the
   command line.
 """
@@ -189,6 +191,23 @@ def _private(info: os.stat_result) -> bool:
     return owned and info.st_mode & 0o077 == 0
 
 
+def _check_trusted(path: Path, info: os.stat_result) -> None:
+    """Refuse a file another user owns or anyone may write: its values could set
+    ``--approve all`` for whoever starts a command in that folder (``/tmp``).
+
+    Raises:
+        ConfigProblem: the file is not this user's, or is writable by every user.
+    """
+    user = getattr(os, "geteuid", None)
+    if user is not None and info.st_uid not in (user(), 0):
+        raise ConfigProblem(
+            f"{path}: owned by another user (uid {info.st_uid}): refused, since its values would "
+            "apply to your commands; remove it, or run elsewhere"
+        )
+    if info.st_mode & stat.S_IWOTH:
+        raise ConfigProblem(f"{path}: writable by every user: refused (chmod o-w {path})")
+
+
 def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     """The line of each table and key (dotted keys split), first occurrence."""
     lines: dict[tuple[str, ...], int] = {}
@@ -223,6 +242,7 @@ def _read(path: Path) -> _File | None:
         raise ConfigProblem(f"{path}: cannot be read ({error.strerror or error})") from None
     if not stat.S_ISREG(info.st_mode):
         raise ConfigProblem(f"{path}: not a regular file")
+    _check_trusted(path, info)
     from .config_cache import cached, remember
 
     hit = cached(path, info)

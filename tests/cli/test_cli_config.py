@@ -6,6 +6,7 @@ precedence flag > environment > profile > file defaults, ``config show``, and ev
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,15 @@ def test_the_parse_cache_follows_every_change_and_never_keeps_a_secret(tmp_path:
     cache.write_text("{not json", encoding="utf-8")  # a broken cache is ignored
     path.write_text("max-turns = 7\n", encoding="utf-8")
     assert _show(tmp_path)["max-turns"]["value"] == 7
+
+
+def test_a_file_anyone_may_write_or_another_user_owns_is_refused(tmp_path: Path) -> None:
+    path = _project_file(tmp_path, 'approve = "all"\n', mode=0o666)
+    refused = run_cli(["run", "hi"], tmp_path)
+    assert refused.returncode == EXIT_USAGE and f"{path}: writable by every user" in refused.stderr
+    path.chmod(0o644)
+    if os.geteuid() != 0:
+        return  # only root can give a file to another user
+    os.chown(path, 65534, -1)
+    foreign = run_cli(["run", "hi"], tmp_path)
+    assert foreign.returncode == EXIT_USAGE and f"{path}: owned by another user (uid 65534)" in foreign.stderr

@@ -157,3 +157,19 @@ def test_the_stdin_options_have_configuration_keys(tmp_path: Path, workspace: Pa
         result = run_cli(["run", *model_args(server, workspace), "hi"], tmp_path, input="abcdef\n")
     assert result.returncode == EXIT_OK, result.stderr
     assert _user_text(server).startswith("hi\n\n<stdin>\nabc\n[cut")
+
+
+def test_the_cap_counts_characters_and_a_character_split_between_reads_is_whole(
+    tmp_path: Path, workspace: Path
+) -> None:
+    text = "a" * 65535 + "€" + "é" * 5  # the euro sign's 3 bytes straddle the first 64 KiB read
+    with FakeOpenAI([text_turn("ok"), text_turn("ok")]) as server:
+        whole = run_cli(["run", *model_args(server, workspace), "count"], tmp_path, input=text)
+        cut = run_cli(
+            ["run", *model_args(server, workspace), "--stdin-max-chars", "65538", "count"],
+            tmp_path,
+            input=text,
+        )
+    assert whole.returncode == EXIT_OK and cut.returncode == EXIT_OK, whole.stderr + cut.stderr
+    assert _user_text(server, 0) == f"count\n\n<stdin>\n{text}\n</stdin>"
+    assert _user_text(server, 1).startswith(f"count\n\n<stdin>\n{'a' * 65535}€éé\n[cut: only the first 65538")
