@@ -12,13 +12,17 @@ Invariants:
 - One ``write`` of one line on a descriptor opened ``O_APPEND`` (mode ``0600``, in a folder of
   this user's, ``own_folder``), so lines of concurrent runs never interleave.
 - Reading skips a line it cannot read (a crash mid-write, an older format) and lists only
-  sessions whose file still exists; the log is never rewritten.
+  sessions whose file still exists; a line once written is never rewritten.
+- The log is bounded: once it holds ``LOG_MAX_BYTES``, it is renamed ``sessions.jsonl.1``
+  (replacing the one before) and a new log starts; both are read, the older first. So a cron
+  job's sessions stay findable for tens of thousands of runs and the log never grows without end.
 - A session is listed once: its last run gives the time and stop reason, its turns and cost are
   the sums over its runs (the cost unknown when any run's is).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -30,7 +34,17 @@ from .._folders import own_folder
 from ..agent import RunResult
 from .defaults import session_folder
 
-__all__ = ["KnownSession", "known_sessions", "latest_session", "log_path", "record_run", "record_session"]
+__all__ = [
+    "LOG_MAX_BYTES",
+    "KnownSession",
+    "known_sessions",
+    "latest_session",
+    "log_path",
+    "record_run",
+    "record_session",
+]
+
+LOG_MAX_BYTES = 4 * 1024 * 1024
 
 
 class KnownSession:
@@ -100,11 +114,18 @@ def record_run(
         "cost_usd": result.usage.cost_usd,
     }
     data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_size >= LOG_MAX_BYTES:
+            os.replace(path, _older(path))
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(descriptor, data)
     finally:
         os.close(descriptor)
+
+
+def _older(path: Path) -> Path:
+    return path.with_name(path.name + ".1")
 
 
 def record_session(display: Any, options: Any, result: RunResult) -> None:
@@ -142,7 +163,9 @@ def known_sessions(environ: Mapping[str, str] | None = None) -> list[KnownSessio
         OSError: the log exists and cannot be read.
     """
     found: dict[str, KnownSession] = {}
-    for entry in _entries(log_path(environ)):
+    last: dict[str, int] = {}  # the line of each session's last run: ties of time go to the later line
+    log = log_path(environ)
+    for number, entry in enumerate(_entries(_older(log)) + _entries(log)):
         try:
             when, turns = float(entry["at"]), int(entry["turns"])
             cost = None if entry.get("cost_usd") is None else float(entry["cost_usd"])
@@ -155,11 +178,13 @@ def known_sessions(environ: Mapping[str, str] | None = None) -> list[KnownSessio
             found[key] = known
         known.workspace, known.when = Path(str(entry["workspace"])), when
         known.stop_reason = str(entry["stop_reason"])
+        last[key] = number
         known.turns += turns
         known.runs += 1
         known.cost_usd = None if known.cost_usd is None or cost is None else known.cost_usd + cost
-    listed = [known for known in found.values() if known.path.is_file()]
-    return sorted(listed, key=lambda known: known.when, reverse=True)
+    listed = [(key, known) for key, known in found.items() if known.path.is_file()]
+    listed.sort(key=lambda item: (item[1].when, last[item[0]]), reverse=True)
+    return [known for _, known in listed]
 
 
 def latest_session(workspace: Path, environ: Mapping[str, str] | None = None) -> Path | None:

@@ -150,3 +150,26 @@ def test_session_show_as_text_and_json(tmp_path: Path, workspace: Path) -> None:
     )
     missing = run_cli(["session", "show", str(tmp_path / "none.jsonl")], tmp_path)
     assert missing.returncode == EXIT_USAGE
+
+
+def test_the_log_is_bounded_and_both_halves_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from miniagent.agent import RunResult
+    from miniagent.cli import session_log
+
+    monkeypatch.setattr(session_log, "LOG_MAX_BYTES", 600)
+    environ = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    sessions = [tmp_path / f"s{number}.jsonl" for number in range(12)]
+    for session in sessions:
+        session.write_text("", encoding="utf-8")
+        session_log.record_run(session, tmp_path, RunResult([], "complete"), environ=environ)
+    log = session_log.log_path(environ)
+    older = log.with_name("sessions.jsonl.1")
+    line = len(log.read_bytes().splitlines()[-1]) + 1
+    assert older.is_file() and log.stat().st_size < 600 + line and older.stat().st_size >= 600
+    listed = [known.path for known in session_log.known_sessions(environ)]
+    assert (
+        listed[0] == sessions[-1]
+        and len(listed) >= 4
+        and listed == sorted(listed, key=sessions.index, reverse=True)
+    )
+    assert session_log.latest_session(tmp_path, environ) == sessions[-1]
