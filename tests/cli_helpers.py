@@ -170,7 +170,7 @@ class FakeOpenAI(LoopbackServer):
 
 
 def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A clean environment for the CLI child: no real keys, state under ``tmp_path``."""
+    """A clean environment for the CLI child: no real keys, state and configuration under ``tmp_path``."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -179,6 +179,8 @@ def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str,
     }
     env["OPENAI_API_KEY"] = "test-key"
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # never the user's configuration file
+    env.pop("MINIAGENT_PROFILE", None)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("TERM", None)

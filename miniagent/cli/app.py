@@ -31,6 +31,7 @@ from .option_files import regular_files
 from .options import Options, with_options
 from .report import Outcome, error_text
 from .run import command_run
+from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -102,15 +103,38 @@ def _run(
         bool,
         typer.Option(
             "--continue",
-            help="Go on from --session without a new prompt: run the calls approved with "
-            "miniagent session approve (once), record the denials, then ask the model again.",
+            help="Go on from --session (default: the latest session of this workspace, miniagent "
+            "session list) without a new prompt: run the calls approved with miniagent session "
+            "approve (once), record the denials, then ask the model again.",
         ),
     ] = False,
+    stdin_max_chars: Annotated[
+        int,
+        typer.Option(
+            "--stdin-max-chars",
+            min=0,
+            metavar="N",
+            help="When standard input is a pipe or a file and PROMPT is given, attach at most N "
+            "characters of it to the prompt (a note says when it was cut; binary input is refused); "
+            "0: never read it. A terminal or /dev/null is never read.",
+        ),
+    ] = DEFAULT_STDIN_MAX_CHARS,
+    stdin_wait: Annotated[
+        float,
+        typer.Option(
+            "--stdin-wait",
+            min=0.0,
+            metavar="SECONDS",
+            help="Stop reading standard input after SECONDS without data (a pipe that never closes) "
+            "and attach what came.",
+        ),
+    ] = DEFAULT_STDIN_WAIT,
     *,
     options: Options,
 ) -> Outcome:
     """Run one task and print the answer (streamed on a terminal)."""
-    return command_run(prompt, options, output_schema=output_schema, continuing=continue_)
+    stdin = (stdin_max_chars, stdin_wait)
+    return command_run(prompt, options, output_schema=output_schema, continuing=continue_, stdin=stdin)
 
 
 @app.command("chat", cls=_Command)
@@ -196,6 +220,70 @@ def _session_pending(
     return EXIT_OK
 
 
+@session_app.command("list", cls=_Command)
+def _session_list(
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per session: path, workspace, when, turns, stop_reason, cost_usd, runs.",
+        ),
+    ] = False,
+) -> int:
+    """List the sessions run and chat worked on (their files still there), the most recent first:
+    when, turns, last stop reason, cost, path. A run without --session keeps none."""
+    from .session_command import list_text
+    from .session_log import known_sessions, log_path
+
+    try:
+        known = known_sessions()
+    except OSError as error:
+        _print_error(f"{log_path()}: cannot be read ({error.strerror or error})")
+        return EXIT_ERROR
+    if json:
+        from ..messages import json_text
+
+        sys.stdout.write("".join(json_text(item.to_json()) + "\n" for item in known))
+    else:
+        sys.stdout.write(list_text(known))
+    if not known:
+        sys.stderr.write(f"miniagent: no session recorded yet in {log_path()}\n")
+    return EXIT_OK
+
+
+@session_app.command("show", cls=_Command)
+def _session_show(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH",
+            exists=True,
+            dir_okay=False,
+            callback=regular_files,
+            help="The JSONL session file.",
+        ),
+    ],
+    json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per message, as in the session file.")
+    ] = False,
+) -> int:
+    """Show a session's record: every message, tool call and result, and the notes on calls."""
+    from ..messages import json_text
+    from ..session import load_session
+    from .session_command import record_text
+
+    try:
+        messages = load_session(path)
+    except (MiniagentError, OSError) as error:
+        _print_error(error_text(error))
+        return EXIT_ERROR
+    if json:
+        sys.stdout.write("".join(json_text(message.to_json()) + "\n" for message in messages))
+    else:
+        sys.stdout.write(record_text(messages))
+    return EXIT_OK
+
+
 @session_app.command("approve", cls=_Command)
 def _session_approve(path: SessionPath, call_id: CallId) -> int:
     """Let a pending call run: the next run --session PATH --continue runs it, once."""
@@ -233,6 +321,50 @@ def _decide(path: Path, call_id: str, approved: bool, reason: str) -> int:
         f"miniagent: {neutralise(call_id)} {word}; go on with: miniagent run --session "
         f"{neutralise(str(path))} --continue\n"
     )
+    return EXIT_OK
+
+
+config_app = typer.Typer(
+    name="config",
+    help="The configuration files (./miniagent.toml, ~/.config/miniagent/config.toml) and profiles.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(config_app)
+
+
+@config_app.command(
+    "show", cls=_Command, context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
+)
+def _config_show(
+    ctx: typer.Context,
+    run_options: Annotated[
+        Optional[list[str]],  # noqa: UP045 (typer reads the annotations)
+        typer.Argument(
+            metavar="[RUN_OPTIONS]...",
+            show_default=False,
+            help="Options of run to resolve too (--max-turns 3): their source is then 'flag'.",
+        ),
+    ] = None,
+    profile: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--profile", metavar="NAME", help="The profile to show (default: $MINIAGENT_PROFILE, else none)."
+        ),
+    ] = None,
+    json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per option: key, value, source.")
+    ] = False,
+) -> int:
+    """Show the value every option of run takes now and where it comes from (flag, environment
+    variable, profile or defaults of a file with its line, or the built-in default); secrets
+    are shown as ***."""
+    from .config_command import config_rows, render_rows
+
+    args = (["--profile", profile] if profile is not None else []) + list(run_options or [])
+    rows = config_rows(ctx.find_root(), args)
+    sys.stdout.write(render_rows(rows, json))
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from .logs import configure_logging
 from .options import Options
 from .report import Outcome, fail, output_lost, report_stop, settle
 from .runner import Runner
+from .session_log import record_session
 from .signals import interrupt_exit_code, signal_name
 from .terminal import is_terminal
 
@@ -177,6 +178,7 @@ def _answer(runner: Runner, text: str, interactive: bool) -> tuple[int | None, b
         return fail(display, error, options), True
     except Exception as error:
         return fail(display, error, options), not interactive
+    record_session(display, options, result)
     display.finish_run(result, code)
     if output_lost(display):
         return settle(display, code), True

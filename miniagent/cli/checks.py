@@ -13,6 +13,7 @@ from .._text import undecodable_replaced
 from ..tools import MIN_TOOL_OUTPUT_CHARS
 from .defaults import MIN_CONTEXT_CHARS, resolve_provider
 from .options import Options
+from .problems import UsageProblem
 
 __all__ = [
     "MIN_CONTEXT_CHARS",
@@ -23,10 +24,6 @@ __all__ = [
     "check_prompt_fits",
     "valid_text",
 ]
-
-class UsageProblem(Exception):
-    """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""
-
 
 def check_options(options: Options) -> None:
     """Refuse option values and combinations that cannot work, before anything starts.

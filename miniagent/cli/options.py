@@ -119,6 +119,15 @@ def _check_rules(kind: str) -> Callable[[Optional[list[str]]], Optional[list[str
     return check
 
 
+def _load_config(ctx: typer.Context, value: Optional[str]) -> Optional[str]:  # noqa: UP045
+    """``--profile``'s callback (eager: before every other option): the configuration files'
+    values become the options' defaults (``config.apply_config``)."""
+    from .config import apply_config
+
+    apply_config(ctx, value)
+    return value
+
+
 _SANDBOX_MODES = ("none", "workspace")  # process.sandbox.SANDBOX_MODES (not imported: ctypes, start-up)
 
 
@@ -367,6 +376,20 @@ class Options:
             "--api",
             metavar="chat|responses",
             help="Which API of an azure resource: chat completions (default) or the Responses API.",
+        ),
+    ] = None
+
+    profile: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--profile",
+            envvar="MINIAGENT_PROFILE",
+            metavar="NAME",
+            is_eager=True,
+            callback=_load_config,
+            help="Take the option values of [profiles.NAME] of the configuration files "
+            "(./miniagent.toml over ~/.config/miniagent/config.toml; their top level applies "
+            "without a profile); flags and environment variables win. See: miniagent config show.",
         ),
     ] = None
 

@@ -25,7 +25,9 @@ from .logs import configure_logging
 from .options import Options
 from .report import Outcome, fail, output_lost, report_stop, settle
 from .runner import Runner
+from .session_log import record_session
 from .signals import interrupt_exit_code, signal_name
+from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT, attach_stdin
 
 __all__ = ["command_run"]
 
@@ -88,11 +90,18 @@ def read_output_schema(path: Path) -> dict[str, Any]:
 
 
 def command_run(
-    prompt: str | None, options: Options, output_schema: Path | None = None, *, continuing: bool = False
+    prompt: str | None,
+    options: Options,
+    output_schema: Path | None = None,
+    *,
+    continuing: bool = False,
+    stdin: tuple[int, float] = (DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT),
 ) -> Outcome:
     """Run ``prompt`` once and report it; with ``output_schema`` (``--output-schema FILE``) the
     answer must be valid JSON against that schema and stdout gets only that JSON, on one line.
     ``continuing`` (``--continue``, ``prompt`` ``None``): go on from ``--session`` without one.
+    ``stdin``: ``(--stdin-max-chars, --stdin-wait)``, how standard input is attached as context
+    to a PROMPT (``stdin_context.attach_stdin``).
 
     Returns:
         The exit code (``defaults.EXIT_CODES``) and whether a client thread must be abandoned.
@@ -110,7 +119,10 @@ def command_run(
         output = OutputSchema.of(read_output_schema(output_schema))
     prompt = _check_continue(prompt, options, continuing)
     if prompt is not None:
+        piped = prompt == "-"
         prompt = read_prompt(prompt)
+        if not piped:
+            prompt = attach_stdin(prompt, max_chars=stdin[0], wait=stdin[1], approve=options.approve)
         check_prompt_fits(prompt, options.context_max_chars)
     display = choose_display(options, chat=False, output=output)
     schema = output.schema if output is not None else None
@@ -131,13 +143,35 @@ def _check_continue(prompt: str | None, options: Options, continuing: bool) -> s
         if prompt is not None:
             raise UsageProblem("--continue goes on without a new prompt: give either PROMPT or --continue")
         if options.session is None:
-            raise UsageProblem("--continue goes on from a session: give --session PATH")
+            options.session = _latest_session(options)
         return None
     if prompt is None:
         raise UsageProblem("missing PROMPT (or --continue with --session PATH)")
     if options.approve == "defer" and options.session is None:
         raise UsageProblem("--approve defer keeps the waiting calls in a session: give --session PATH")
     return prompt
+
+
+def _latest_session(options: Options) -> Path:
+    """``--continue`` without ``--session``: the session of the last run in this workspace
+    (``session_log``), named on stderr.
+
+    Raises:
+        UsageProblem: no session of this workspace is known.
+    """
+    from .session_log import latest_session, log_path
+
+    try:
+        path = latest_session(options.folder)
+    except OSError as error:
+        raise UsageProblem(f"--continue: {log_path()} cannot be read ({error.strerror or error})") from None
+    if path is None:
+        raise UsageProblem(
+            f"--continue goes on from a session: no session of {options.folder} is known "
+            "(miniagent session list); give --session PATH"
+        )
+    sys.stderr.write(f"miniagent: continuing {path}\n")
+    return path
 
 
 def _run_and_report(runner: Runner, prompt: str | None) -> int:
@@ -152,6 +186,7 @@ def _run_and_report(runner: Runner, prompt: str | None) -> int:
             raise UsageProblem(f"--continue: {problem}")
         runner.open()
         result, code = runner.run_once(prompt)
+        record_session(display, options, result)
         display.finish_run(result, code)
         if not output_lost(display):
             report_stop(display, result.stop_reason, options, len(result.pending))

@@ -1,6 +1,7 @@
 """``miniagent session pop PATH``: drop the last user message of a session and what followed it;
 ``session pending PATH``, ``session approve PATH CALL_ID`` and ``session deny PATH CALL_ID``:
-the calls a ``--approve defer`` run left waiting, and the decisions on them.
+the calls a ``--approve defer`` run left waiting, and the decisions on them; ``session list``
+and ``session show PATH``: the sessions the CLI worked on (``session_log``) and one record as text.
 
 A run whose first request the server refuses (say, a prompt over the model's context size) leaves
 its user message in the session, so every later run on it would fail the same way. ``pop``
@@ -19,13 +20,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import SessionError
 from ..messages import Message, Summary, ToolCall
 from ..pending import decide, open_calls
 from ..session import JSONLSession, holds_record, session_lines
 
-__all__ = ["PendingCall", "list_pending", "pop_last_exchange", "record_decision"]
+__all__ = [
+    "PendingCall",
+    "list_pending",
+    "list_text",
+    "pop_last_exchange",
+    "record_decision",
+    "record_text",
+]
 
 
 @dataclass(frozen=True)
@@ -113,3 +122,43 @@ def _line_start(data: bytes, index: int) -> int:
                 return offset
             number += 1
     raise AssertionError("the session changed under its lock")
+
+
+def record_text(messages: list[Message]) -> str:
+    """The record as text for a person: one block per message (its number, its role, a call's
+    name and arguments, a result's call id), the text indented by four spaces; notes about calls
+    (``pending``) and compaction summaries are named as such. Control characters are shown as
+    escapes (``terminal.neutralise``)."""
+    from ..approval import show_call
+    from .terminal import neutralise
+
+    blocks = []
+    for number, message in enumerate(messages, 1):
+        if isinstance(message, Summary):
+            head = "summary (compaction: what the model saw in place of the messages before)"
+        elif message.state is not None:
+            head = f"note on {message.tool_call_id}: {message.state}"
+        elif message.role == "tool":
+            head = f"tool result of {message.tool_call_id}" + (" (error)" if message.is_error else "")
+        else:
+            head = message.role
+        lines = [f"[{number}] {head}"]
+        lines += [f"    {line}" for line in message.content.splitlines()]
+        lines += [f"    -> {call.id}: {show_call(call)}" for call in message.tool_calls]
+        blocks.append(neutralise("\n".join(lines)))
+    return "\n".join(blocks) + ("\n" if blocks else "")
+
+
+def list_text(known: list[Any]) -> str:
+    """``session list``'s lines: when (local time), turns, last stop reason, cost, path."""
+    import time
+
+    from .terminal import neutralise
+
+    lines = []
+    for item in known:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(item.when))
+        cost = "-" if item.cost_usd is None else f"${item.cost_usd:.4f}"
+        turns = f"{item.turns} turn{'' if item.turns == 1 else 's'}"
+        lines.append(f"{when}  {turns:>9}  {item.stop_reason:<11}  {cost:>9}  {neutralise(str(item.path))}")
+    return "".join(line + "\n" for line in lines)

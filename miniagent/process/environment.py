@@ -26,10 +26,10 @@ over lines) is not recognised.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from .._redaction import MIN_REDACTED_CHARS, Redactor
+from .._secret_names import SECRET_WORDS, is_secret_name
 
 __all__ = [
     "SECRET_WORDS",
@@ -38,36 +38,6 @@ __all__ = [
     "secret_values",
     "current_redactor",
 ]
-
-SECRET_WORDS = (
-    "API_KEY",
-    "APIKEY",
-    "TOKEN",
-    "SECRET",
-    "SECRET_KEY",
-    "PASSWORD",
-    "PASSWD",
-    "ACCESS_KEY",
-    "PRIVATE_KEY",
-)
-
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")$|(?:^|_)(?:SECRET|TOKEN)_",
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """Return whether an environment variable called ``name`` holds a secret (rule: module doc).
-
-    Args:
-        name: the variable's name, any case.
-
-    Returns:
-        ``True`` for e.g. ``OPENAI_API_KEY``, ``github_token``, ``AWS_SECRET_ACCESS_KEY``;
-        ``False`` for e.g. ``HOME``, ``PATH``, ``MY_SETTING``.
-    """
-    return _SECRET_NAME.search(name.upper()) is not None
-
 
 def scrubbed_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return a copy of ``environ`` without its secret variables.

@@ -8,13 +8,16 @@ one page in order, in one folder: a later block goes on from an earlier one's se
   project); ``HOME``, ``XDG_*`` point into the test's own folder;
 - ``miniagent`` on ``PATH`` is this checkout's CLI (``python -m miniagent``), and every model
   request goes to a model server on 127.0.0.1 (``MINIAGENT_BASE_URL``; a ``--base-url`` the docs
-  give is pointed there too, keeping its path; a run with ``--max-cost`` gets ``--prices 3,15``,
-  the price the docs' priced API would have). The server speaks each provider's wire format
-  (OpenAI chat and Responses, Anthropic, Gemini, Bedrock's event stream) with a fixture's text
-  answer; asked to "update the changelog", it calls ``write_file`` twice (``call_1``, ``call_2``),
-  as the docs' approval-that-waits flow assumes;
+  give is pointed there too, keeping its path; ``miniagent run`` gets ``--prices 3,15`` unless it
+  gives its own: the price the docs' priced API would have, for ``--max-cost``). The server
+  speaks each provider's wire format (OpenAI chat and Responses, Anthropic, Gemini, Bedrock's
+  event stream) with a fixture's text answer; asked to "update the changelog", it calls
+  ``write_file`` twice (``call_1``, ``call_2``), as the docs' approval-that-waits flow assumes;
 - ``python`` is this interpreter; ``pip install NAME`` checks that NAME is installed (the test
   extra installs what the docs install) instead of installing;
+- a block of another language whose fence names a path (```` ```toml
+  title="~/.config/miniagent/config.toml" ````) is written there (``~`` is the test's home, a
+  relative path is in the project folder) when the page reaches it;
 - crontab lines run their command (the five schedule fields dropped; ``NAME=value`` lines of a
   block holding crontab lines are exported, as cron does); a block whose fence names a
   file (```` ```bash title="nightly-todos.sh" ````) is also written to ``~/bin/<name>``,
@@ -48,8 +51,8 @@ from tests.providers_server import Captured, ProviderServer, Reply, fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs" / "src").rglob("*.md")), ROOT / "README.md"]
-FENCE = re.compile(r"^```bash([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
-TITLE = re.compile(r'title="([A-Za-z0-9_.-]+)"')
+FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+TITLE = re.compile(r'title="([A-Za-z0-9_.~/-]+)"')
 CRONTAB = re.compile(r"^(?:[\d*/,-]+\s+){5}(?P<command>\S.*)$")
 NAMED_CODE = re.compile(r"(?:#\s*exit|-eq)\s+(\d+)")
 NOT_RUN = {
@@ -60,17 +63,22 @@ NOT_RUN = {
 
 @dataclass(frozen=True)
 class ShellBlock:
-    """One ```bash block: its code and the file name its fence gives (or None)."""
+    """One fenced block: its language, its code and the file name its fence gives (or None)."""
 
+    language: str
     code: str
     title: str | None
 
 
 def _blocks(page: Path) -> list[ShellBlock]:
+    """The ```bash blocks of ``page``, and the blocks of other languages whose fence names a path
+    (```` ```toml title="~/.config/miniagent/config.toml" ````), in the page's order."""
     found = []
-    for info, code in FENCE.findall(page.read_text(encoding="utf-8")):
+    for language, info, code in FENCE.findall(page.read_text(encoding="utf-8")):
         title = TITLE.search(info)
-        found.append(ShellBlock(code, title.group(1) if title else None))
+        name = title.group(1) if title else None
+        if language == "bash" or (name and "/" in name):
+            found.append(ShellBlock(language, code, name))
     return found
 
 
@@ -187,9 +195,9 @@ _MINIAGENT = """#!/bin/sh
 case " $* " in
   *" --provider local "*) echo "skipped (the embedded model): miniagent $*" >> "$DOCS_LOG"; exit 0 ;;
 esac
-case " $* " in  # the server stands in for a priced API (run as the docs show, it is one)
-  *" --max-cost "*) case " $* " in *" --prices "*) ;; *) set -- "$@" --prices 3,15 ;; esac ;;
-esac
+if [ "$1" = run ]; then  # the server stands in for a priced API (run as the docs show, it is one)
+  case " $* " in *" --prices "*) ;; *) set -- "$@" --prices 3,15 ;; esac
+fi
 "$DOCS_PYTHON" -m miniagent "$@"
 code=$?
 echo "$code miniagent $*" >> "$DOCS_LOG"
@@ -250,7 +258,7 @@ def test_the_shell_examples_run_as_written(page: Path, tmp_path: Path, model_ser
     blocks = _blocks(page)
     skipped = [why for block in blocks for text, why in NOT_RUN.items() if text in block.code]
     runnable = [block for block in blocks if not any(text in block.code for text in NOT_RUN)]
-    if not runnable:
+    if not any(block.language == "bash" for block in runnable):
         pytest.skip("; ".join(skipped))
     home = tmp_path / "home"
     work = home / "projects" / "website"
@@ -262,8 +270,8 @@ def test_the_shell_examples_run_as_written(page: Path, tmp_path: Path, model_ser
     env = {name: value for name, value in env.items() if not name.startswith("MINIAGENT_")}
     env.update(
         HOME=str(home),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_CONFIG_HOME=str(home / ".config"),
         XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")),
         PATH=f"{_tools(tmp_path)}{os.pathsep}{home / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -272,6 +280,16 @@ def test_the_shell_examples_run_as_written(page: Path, tmp_path: Path, model_ser
         DOCS_LOG=str(log),
     )
     for block in runnable:
+        if block.language != "bash":
+            assert block.title is not None
+            target = (
+                Path(block.title.replace("~", str(home), 1))
+                if block.title.startswith("~")
+                else work / block.title
+            )
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.code)
+            continue
         if block.title:
             script = home / "bin" / block.title
             script.write_text(_script(block, model_server.url))
