@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["CLOSE_WAIT_SECONDS", "Runner"]
 
 CLOSE_WAIT_SECONDS = 1.0  # how long the end of a command waits for the client to close
+POLL_SECONDS = 0.05  # how often a wait for a start or close thread looks at signals and the clock
 _T = TypeVar("_T")
 
 
@@ -242,10 +243,14 @@ class Runner:
 
         # Waits on an Event, not Thread.join: on CPython 3.11 a KeyboardInterrupt inside
         # join(timeout) marks the running thread stopped (is_alive() turns false), so the thread
-        # would not be counted as abandoned and the exit would wait for it.
+        # would not be counted as abandoned and the exit would wait for it. In short waits: a
+        # signal that lands just before a wait without a timeout blocks would be seen only when
+        # the wait ends.
+        deadline = None if wait is None else time.monotonic() + wait
         try:
             threading.Thread(target=target, name=name, daemon=True).start()
-            done.wait(wait)
+            while not done.wait(POLL_SECONDS) and (deadline is None or time.monotonic() < deadline):
+                pass
         finally:
             if not done.is_set():
                 self.abandoned = True
