@@ -181,7 +181,7 @@ def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
     line by line (each cut to ``QUOTE_CHARS``, the first ``QUOTE_LINES``). A quote of one line
     of a longer result says so after it (`` (one line of 100)``; a cut line ``(the first 240
     characters)``), so nobody takes it for the whole result."""
-    lines = [" ".join(line.split()) for line in result.splitlines() if line.strip()]
+    lines = [" ".join(_visible(line).split()) for line in result.splitlines() if line.strip()]
     whole = " ".join(lines)
     if len(whole) <= QUOTE_CHARS:
         quotes, tail = [whole or "(empty)"], ""
@@ -230,7 +230,7 @@ def call_grammar(
         schema = spec.input_schema or {"type": "object"}
         if only is not None:
             schema = _narrowed(schema, set(demo.arguments) if demo is not None else None)
-        arguments = g.schema(schema, f"args{index}")
+        arguments = g.schema(schema, g.fresh(f"args{index}"))
         if arguments == "value":
             arguments = "object"
         head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
@@ -315,15 +315,26 @@ array ::= "[" ( value ( ", " value ){0,15} )? "]"
 """
 
 
+MAX_DEPTH = 24
+"""Deepest nesting of schemas given rules of their own; deeper values are any JSON value."""
+
+_SHARED = frozenset(
+    [*re.findall(r"^(\S+) ::=", _JSON_RULES, re.M), "root", "call", "answer", "word", "file", "copied"]
+)
+"""Rule names the grammars use for themselves: never a name of a schema's rule."""
+
+
 class _Grammar:
     """Builds GBNF rules for JSON Schemas (one rule per sub-schema); strings are copied from
     ``words`` when there are any, string properties named in ``templates`` follow their
-    template (``_templates``)."""
+    template (``_templates``). Every rule name is given once (``fresh``), whatever the names
+    of the properties."""
 
     def __init__(
         self, words: Sequence[str] = (), templates: dict[str, list[str | None]] | None = None
     ) -> None:
         self.rules: dict[str, str] = {}
+        self.taken: set[str] = set(_SHARED)
         self.string = "string"
         self.templates = templates or {}
         if words:
@@ -334,16 +345,27 @@ class _Grammar:
 
     def add(self, name: str, body: str) -> str:
         self.rules[name] = body
+        self.taken.add(name)
         return name
+
+    def fresh(self, name: str) -> str:
+        """``name``, or ``name-2``, ``name-3``... : the first not given yet (now taken)."""
+        chosen, number = name, 1
+        while chosen in self.taken:
+            number += 1
+            chosen = f"{name}-{number}"
+        self.taken.add(chosen)
+        return chosen
 
     def text(self) -> str:
         """The grammar: the rules added, then the shared JSON rules."""
         body = "\n".join(f"{name} ::= {rule}" for name, rule in self.rules.items())
         return f"{body}\n{_JSON_RULES.strip()}\n"
 
-    def schema(self, schema: Any, name: str) -> str:
-        """Return a rule (or primitive rule name) matching values of ``schema``."""
-        if not isinstance(schema, dict):
+    def schema(self, schema: Any, name: str, depth: int = 0) -> str:
+        """Return a rule (or primitive rule name) matching values of ``schema``; ``name`` is
+        the rule's name (already ``fresh``), ``depth`` how deep it is (``MAX_DEPTH``)."""
+        if not isinstance(schema, dict) or depth > MAX_DEPTH:
             return "value"
         if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
             return self.add(
@@ -356,52 +378,86 @@ class _Grammar:
         if isinstance(kind, str) and kind in simple:
             return simple[kind]
         if kind == "array":
-            item = self.schema(schema.get("items"), f"{name}-item")
+            item = self.schema(schema.get("items"), self.fresh(f"{name}-item"), depth + 1)
             return self.add(name, f'"[" ( {item} ( ", " {item} ){{0,15}} )? "]"')
         if kind == "object" and isinstance(schema.get("properties"), dict):
-            return self.object(schema, name)
+            return self.object(schema, name, depth)
         return "value"
 
-    def value(self, schema: Any, key: str, name: str) -> str:
+    def value(self, schema: Any, key: str, name: str, depth: int = 0) -> str:
         """The rule of property ``key``: its template when it has one (``templates``) and is a
         string, else its schema's."""
-        template = self.templates.get(key)
+        template = self.templates.get(key) if depth == 1 else None
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
-            return self.schema(schema, name)
+            return self.schema(schema, name, depth)
         run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
         file = "file" if "file" in self.rules else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
 
-    def object(self, schema: dict[str, Any], name: str) -> str:
-        """Properties in the schema's order; required ones always, optional ones may be left out."""
+    def object(self, schema: dict[str, Any], name: str, depth: int = 0) -> str:
+        """Properties in the schema's order; required ones always, optional ones may be left out.
+        Built from the last property back (no recursion per property: any number of them)."""
         properties: dict[str, Any] = schema["properties"]
         required = set(schema.get("required") or ())
         keys = list(properties)
-        values = [self.value(properties[k], k, f"{name}-{_rule_name(k)}") for k in keys]
-
-        # rest(i, emitted): the properties from i on; emitted: whether one was written before.
-        def rest(i: int, emitted: bool) -> str:
-            rule = f"{name}-r{i}{'c' if emitted else 'f'}"
-            if rule in self.rules:
-                return rule
-            if i == len(keys):
-                return self.add(rule, '""')
-            separator = '", " ' if emitted else ""
+        values = [
+            self.value(properties[k], k, self.fresh(f"{name}-{_rule_name(k)}"), depth + 1) for k in keys
+        ]
+        # rest[(i, emitted)]: the properties from i on; emitted: whether one was written before.
+        rest = {(len(keys), True): self.add(self.fresh(f"{name}-end"), '""')}
+        rest[(len(keys), False)] = rest[(len(keys), True)]
+        for i in range(len(keys) - 1, -1, -1):
             key = _literal(json.dumps(keys[i], ensure_ascii=False))
-            pair = f'{separator}{key} ": " {values[i]} {rest(i + 1, True)}'
-            if keys[i] in required:
-                return self.add(rule, pair)
-            return self.add(rule, f"{pair} | {rest(i + 1, emitted)}")
-
-        return self.add(name, f'"{{" {rest(0, False)} "}}"')
+            for emitted in (True, False):
+                separator = '", " ' if emitted else ""
+                pair = f'{separator}{key} ": " {values[i]} {rest[(i + 1, True)]}'
+                body = pair if keys[i] in required else f"{pair} | {rest[(i + 1, emitted)]}"
+                rule = self.fresh(f"{name}-r{i}{'c' if emitted else 'f'}")
+                rest[(i, emitted)] = self.add(rule, body)
+        return self.add(name, f'"{{" {rest[(0, False)]} "}}"')
 
 
 def _rule_name(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
-    return cleaned or "x"
+    """A readable GBNF rule-name part for ``text`` (ASCII letters, digits and ``-``); not
+    unique (``Mode`` and ``mode`` give ``mode``): ``_Grammar.fresh`` makes names unique."""
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in text.lower())
+    return re.sub("-+", "-", cleaned).strip("-") or "x"
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _literal(text: str) -> str:
-    """A GBNF string literal for ``text``."""
-    return json.dumps(text, ensure_ascii=False)
+    """A GBNF string literal for ``text``: ``"`` and ``\\`` escaped, newline, return and tab as
+    ``\\n \\r \\t``, every other control character (C0, DEL, C1) as ``\\xHH`` (llama.cpp's
+    GBNF knows no ``\\b`` or ``\\f``), a lone surrogate as U+FFFD; other characters as they are."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif _CONTROL.fullmatch(char):
+            out.append(f"\\x{ord(char):02X}")
+        elif "\ud800" <= char <= "\udfff":
+            out.append("\ufffd")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""A control character (C0, DEL, C1)."""
+
+
+def _visible(text: str) -> str:
+    """``text`` with each control character but tab shown as caret notation (``^H`` for a
+    backspace, ``^@`` for NUL, ``^?`` for DEL; C1 as ``\\x85``...), as ``cat -v`` shows
+    them: a quote the model can write (llama.cpp matches no NUL) and a terminal shows as is."""
+
+    def shown(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        if code == 0x7F:
+            return "^?"
+        return f"^{chr(code + 64)}" if code < 0x20 else f"\\x{code:02x}"
+
+    return _CONTROL.sub(lambda m: m.group() if m.group() == "\t" else shown(m), text)
