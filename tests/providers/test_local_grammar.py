@@ -135,7 +135,7 @@ def test_a_schema_with_enums_nested_objects_and_arrays_becomes_rules() -> None:
             "required": ["a"],
         },
     )
-    grammar = _grammar((spec,), Message("user", "add 1 and 2"))
+    grammar = _grammar((spec,), Message("user", "do it"))
     assert _rule(grammar, "root") == "root ::= call | answer"
     assert '"\\"mode\\""' in grammar and '"\\"x\\"" | "\\"y\\""' in grammar
     assert 'args0-tags ::= "[" ( copied ( ", " copied ){0,15} )? "]"' in grammar

@@ -24,13 +24,15 @@ __all__ = ["DEMOS", "MORE_DEMOS", "OPENERS", "REFUSAL", "ROUTING_DEMOS", "Demo"]
 @dataclass(frozen=True)
 class Demo:
     """One few-shot example: ``user`` asks, the assistant calls ``tool`` with ``arguments``,
-    the tool returns ``result``, the assistant answers ``answer``."""
+    the tool returns ``result``, the assistant answers ``answer``. A demo with ``custom`` is
+    not shown: it names a tool no demo knows, chosen for the request (``any_tool``)."""
 
     user: str
     tool: str
     arguments: dict[str, Any]
     result: str
     answer: str
+    custom: bool = False
 
 
 DEMOS: tuple[Demo, ...] = (

@@ -37,8 +37,12 @@ from typing import Any
 from ...messages import Message
 from ...model import ToolSpec
 from ...output import is_feedback
+from .any_tool import call_spec
 from .demos import OPENERS, Demo
 from .prompt import last_request
+from .steps import WRITING_TOOLS, two_step_refusal
+from .words import STRIP as _STRIP
+from .words import is_file_name, split_words
 
 __all__ = [
     "ANSWER_CHARS",
@@ -64,13 +68,14 @@ QUOTE_CHARS = 240
 QUOTE_LINES = 40
 """Most lines of one tool result offered for quoting (the first ones)."""
 
+CONTENT_KEYS = frozenset(["content"])
+"""Arguments that are a file's new content: copied words of them are never file names."""
+
 FAILED = "It failed: "
 FILE = "\x00file"
 """In a template: one file name of the request (any run of words when it names none)."""
 FIRST_ANSWERS = ("I cannot ", "Hello! ")
 """How an answer to a user message may start when no demo suggests a tool."""
-
-_STRIP = ".,;:!?\"'`()[]{}<>"
 
 
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
@@ -80,24 +85,20 @@ def copy_words(request: str, demo: Demo | None = None) -> list[str]:
     in order, each once. Words with a double quote, a backslash or a
     control character are left out (they would need escaping in JSON)."""
     found: list[str] = []
-    demo_request = set(_split(demo.user)) if demo is not None else set()
+    demo_request = set(split_words(demo.user)) if demo is not None else set()
     added = [
         word
         for value in (demo.arguments.values() if demo is not None else ())
         if isinstance(value, str)
-        for word in _split(value)
+        for word in split_words(value)
         if word not in demo_request
     ]
-    for word in [*_split(request), *added]:
+    for word in [*split_words(request), *added]:
         singular = [word[:-1]] if re.fullmatch(r"[A-Z0-9_]{2,}s", word) else []
         for form in [word, *singular]:
             if form and form not in found and not re.search(r'["\\\x00-\x1f]', form):
                 found.append(form)
     return found
-
-
-def _split(text: str) -> list[str]:
-    return [word.strip(_STRIP) for word in text.split()]
 
 
 def turn_grammar(
@@ -135,12 +136,25 @@ def turn_grammar(
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
         return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
+    refusal = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
+    if refusal is not None and output_schema is None:
+        return f"root ::= {_literal(refusal)}\n"
+    if demo is not None and demo.custom:
+        return _any_tool_call(tools, demo.tool, request)
     if demo is not None and not allow_answer_first:
         return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
     answer = ("free", "" if allow_answer_first else FIRST_ANSWERS)
     return call_grammar(tools, copy_words(request, demo), answer=answer)
+
+
+def _any_tool_call(tools: Sequence[ToolSpec], name: str, request: str) -> str:
+    """The call of the tool ``name`` (no demo knows it), its schema narrowed to ``request``
+    (``any_tool.call_spec``)."""
+    spec = next(t for t in tools if t.name == name)
+    plan = call_spec(spec, request, copy_words(request))
+    return call_grammar([plan.spec], plan.words or copy_words(request))
 
 
 def _answers_now(last: Message) -> bool:
@@ -262,19 +276,13 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
     return _quote_rule([answer[1]], answer[2], True)
 
 
-def is_file_name(word: str) -> bool:
-    """Whether ``word`` looks like a file name or path: a dot or slash between other characters
-    (``notes.txt``, ``data/x``; not ``etc.``)."""
-    return bool(re.search(r"\w[./]\w", word))
-
-
 def _templates(demo: Demo | None) -> dict[str, list[str | None]]:
     """Per string argument of ``demo``'s call: its words; ``FILE`` for a file name copied from
     the demo's request, ``None`` for a run of other words copied from it (``"wc -l log.txt"``
     for "How many lines does log.txt have?": ``["wc", "-l", FILE]``)."""
     if demo is None:
         return {}
-    copied = set(_split(demo.user))
+    copied = set(split_words(demo.user))
     templates: dict[str, list[str | None]] = {}
     for name, value in demo.arguments.items():
         if not isinstance(value, str):
@@ -318,9 +326,8 @@ array ::= "[" ( value ( ", " value ){0,15} )? "]"
 MAX_DEPTH = 24
 """Deepest nesting of schemas given rules of their own; deeper values are any JSON value."""
 
-_SHARED = frozenset(
-    [*re.findall(r"^(\S+) ::=", _JSON_RULES, re.M), "root", "call", "answer", "word", "file", "copied"]
-)
+_OWN_RULES = ("root", "call", "answer", "word", "file", "prose", "copied")
+_SHARED = frozenset([*re.findall(r"^(\S+) ::=", _JSON_RULES, re.M), *_OWN_RULES])
 """Rule names the grammars use for themselves: never a name of a schema's rule."""
 
 
@@ -341,6 +348,8 @@ class _Grammar:
             self.add("word", " | ".join(_literal(w) for w in words))
             files = [w for w in words if is_file_name(w)]
             self.add("file", " | ".join(_literal(w) for w in files) if files else "word")
+            prose = [w for w in words if not is_file_name(w)]
+            self.add("prose", " | ".join(_literal(w) for w in prose) if prose else "word")
             self.string = self.add("copied", f'"\\"" word ( " " word ){{0,{COPY_WORDS - 1}}} "\\""')
 
     def add(self, name: str, body: str) -> str:
@@ -390,7 +399,8 @@ class _Grammar:
         template = self.templates.get(key) if depth == 1 else None
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
             return self.schema(schema, name, depth)
-        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
+        unit = "prose" if key in CONTENT_KEYS else "word"  # content is never a file name
+        run = f'{unit} ( " " {unit} ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
         file = "file" if "file" in self.rules else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
