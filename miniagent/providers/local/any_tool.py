@@ -220,7 +220,8 @@ def call_spec(spec: ToolSpec, request: str, words: Sequence[str]) -> ToolCallPla
     """``spec`` with its schema narrowed to ``request`` (module invariants) and the words its
     copied strings take (from ``words``, the request's copy words)."""
     schema = spec.input_schema or {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
     required = set(schema.get("required") or ())
     numbers = _numbers(request)
     kept: dict[str, Any] = {}
