@@ -486,6 +486,31 @@ def test_replies_take_turns_through_the_lock_file(tmp_path: Path) -> None:
         assert turn
 
 
+def test_a_reply_waiting_for_another_runs_turn_says_so_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run waiting for the lock looked stuck: it now says why, once, on stderr (no logging
+    setup needed, so with and without ``-v``)."""
+    import threading
+
+    from miniagent.providers.local.native import one_at_a_time
+
+    lock = tmp_path / "local-model.lock"
+    with one_at_a_time(lock, None):
+        assert "waiting" not in capsys.readouterr().err  # a free lock: nothing said
+        cancel = threading.Event()
+        waiter = threading.Thread(target=lambda: one_at_a_time(lock, cancel).__enter__())
+        waiter.start()
+        said, deadline = "", time.monotonic() + 10
+        while "waiting for another run" not in said and time.monotonic() < deadline:
+            cancel.wait(0.01)  # until the waiter has said it (bounded), not a hoped-for delay
+            said += capsys.readouterr().err
+        cancel.set()
+        waiter.join(timeout=10)
+    assert f"waiting for another run of the local model to finish its turn (lock: {lock})" in said
+    assert said.count("waiting") == 1 and not waiter.is_alive()
+
+
 @pytest.mark.local_model
 def test_llama_cpp_parses_the_grammars_of_awkward_inputs(server: LocalServer, tmp_path: Path) -> None:
     """A tool result with a backspace (llama.cpp: 400 "failed to parse grammar"), properties
