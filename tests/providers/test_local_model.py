@@ -508,7 +508,7 @@ def test_a_reply_waiting_for_another_runs_turn_says_so_on_stderr(
         cancel.set()
         waiter.join(timeout=10)
     assert f"waiting for another run of the local model to finish its turn (lock: {lock})" in said
-    assert said.count("waiting") == 1 and not waiter.is_alive()
+    assert said.count("miniagent: waiting") == 1 and not waiter.is_alive()
 
 
 @pytest.mark.local_model
