@@ -66,7 +66,9 @@ def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
 def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[ToolSpec, ...]) -> None:
     grammar = _grammar(specs, Message("user", "Order a pizza for me."))
     assert _rule(grammar, "root") == "root ::= call | answer"
-    assert _rule(grammar, "answer").startswith('answer ::= ( "I cannot " | "Hello! " )')
+    assert _rule(grammar, "answer").startswith(
+        'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! " '
+    )  # the refusal says what was asked, in the request's words (not "book flights")
     assert "call5" in grammar  # any tool may still be called
     freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)
     assert _rule(freed, "answer").startswith("answer ::= [^<")
@@ -230,3 +232,38 @@ def test_only_a_result_that_fits_is_quoted_whole(specs: tuple[ToolSpec, ...]) ->
     assert '"\\"1 2 3' not in quotes  # no partial "whole"
     assert '"\\"1\\""' in quotes and '"\\"40\\""' in quotes and '"\\"41\\""' not in quotes
     assert quotes.endswith(' " (one line of 100)"')  # and it says it is one line of many
+
+
+def test_a_commands_exit_line_is_not_glued_into_the_quote(specs: tuple[ToolSpec, ...]) -> None:
+    """ "42 log.txt\\nexit code: 0" was quoted "42 log.txt exit code: 0": the status line is no
+    output; a failed exit is said after the quote, and "(one line of N)" stays."""
+    ok = _grammar(specs, *_after("42 log.txt\nexit code: 0", tool="run_command"))
+    assert ok == 'root ::= ( "It printed: " ) ( "\\"42 log.txt\\"" )\n'
+    failed = _grammar(specs, *_after("no such file\nexit code: 2", tool="run_command"))
+    assert failed.endswith('( "\\"no such file\\"" ) " (exit code: 2)"\n')
+    many = "\n".join(str(n) for n in range(1, 101)) + "\nexit code: 1"
+    long = _grammar(specs, *_after(many, tool="run_command"))
+    assert long.endswith('" (one line of 100; exit code: 1)"\n') and '"\\"exit code' not in long
+    killed = _grammar(specs, *_after("partial\nkilled by signal SIGKILL", tool="run_command"))
+    assert killed.endswith('" (killed by signal SIGKILL)"\n')
+
+
+@pytest.mark.parametrize(
+    ("request_text", "sentence"),
+    [
+        ("Order a pizza for me.", "I cannot order a pizza for you with the tools I have."),
+        ("Call my mother.", "I cannot call your mother with the tools I have."),
+        ("Please book a flight to Rome", "I cannot book a flight to Rome with the tools I have."),
+        (
+            "What's the weather in Oslo?",
+            'I cannot answer that with the tools I have: "What\'s the weather in Oslo?"',
+        ),
+        ("I need a taxi.", 'I cannot answer that with the tools I have: "I need a taxi."'),
+    ],
+)
+def test_a_refusal_says_what_was_asked(request_text: str, sentence: str) -> None:
+    """ "What's the weather in Oslo?" was refused "I cannot book flights to Oslo." (the demo's
+    words): the refusal is the request's own words now."""
+    from miniagent.providers.local.steps import refusal
+
+    assert refusal(request_text) == sentence

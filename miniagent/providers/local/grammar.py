@@ -7,7 +7,7 @@ Invariants:
   - after a USER message: one tool call. Its tool is the tool of the demo nearest the request
     (``prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
     tool's required ones); with no demo near, any tool, or an answer that starts with
-    ``"I cannot "`` or ``"Hello! "`` (``allow_answer_first`` frees the answer);
+    ``steps.refusal`` (the request in its own words) or a greeting (``allow_answer_first`` frees the answer);
   - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
     ``read_file``...) and the whole result when it is short, else one line of it followed by
     ``(one line of N)``, in double quotes (``write_file``/``edit_file``: ``"Done: "`` and the
@@ -40,7 +40,7 @@ from ...output import is_feedback
 from .any_tool import call_spec
 from .demos import OPENERS, Demo
 from .prompt import last_request
-from .steps import WRITING_TOOLS, two_step_refusal
+from .steps import WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
 from .words import is_file_name, split_words
 
@@ -74,8 +74,8 @@ CONTENT_KEYS = frozenset(["content"])
 FAILED = "It failed: "
 FILE = "\x00file"
 """In a template: one file name of the request (any run of words when it names none)."""
-FIRST_ANSWERS = ("I cannot ", "Hello! ")
-"""How an answer to a user message may start when no demo suggests a tool."""
+GREETING = "Hello! "
+"""How a greeting (the other first answer than a refusal, ``steps.refusal``) starts."""
 
 
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
@@ -136,16 +136,16 @@ def turn_grammar(
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
         return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
-    refusal = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
-    if refusal is not None and output_schema is None:
-        return f"root ::= {_literal(refusal)}\n"
+    two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
+    if two_steps is not None and output_schema is None:
+        return f"root ::= {_literal(two_steps)}\n"
     if demo is not None and demo.custom:
         return _any_tool_call(tools, demo.tool, request)
     if demo is not None and not allow_answer_first:
         return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
-    answer = ("free", "" if allow_answer_first else FIRST_ANSWERS)
+    answer = ("free", "") if allow_answer_first else ("first", refusal(request))
     return call_grammar(tools, copy_words(request, demo), answer=answer)
 
 
@@ -187,22 +187,42 @@ def answer_grammar(result: str, tool: str = "") -> str:
     fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces."""
     opener, quoted = OPENERS.get(tool, ("", True))
     openers = [opener] if opener else sorted({o for o, _ in OPENERS.values()})
-    return f"root ::= {_quote_rule(openers, result, quoted)}\n"
+    status = ""
+    if tool == "run_command":
+        result, status = _status(result)
+    return f"root ::= {_quote_rule(openers, result, quoted, status)}\n"
 
 
-def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
+_STATUS = re.compile(r"\n?(exit code: (-?\d+)|killed by signal \S+)\s*$")
+"""The status line ``run_command`` ends its result with."""
+
+
+def _status(result: str) -> tuple[str, str]:
+    """(the output, its status to show): a command's status line is not part of the quote; a
+    failure's status is said after it (``exit code: 2``), success's not at all."""
+    found = _STATUS.search(result)
+    if found is None:
+        return result, ""
+    return result[: found.start()], "" if found.group(2) == "0" else found.group(1)
+
+
+def _quote_rule(openers: Sequence[str], result: str, quoted: bool, status: str = "") -> str:
     """Opener, then a quote: a short result whole (its lines joined by spaces), a longer one
     line by line (each cut to ``QUOTE_CHARS``, the first ``QUOTE_LINES``). A quote of one line
     of a longer result says so after it (`` (one line of 100)``; a cut line ``(the first 240
-    characters)``), so nobody takes it for the whole result."""
+    characters)``), so nobody takes it for the whole result; a ``status`` (a command's failed
+    exit) comes after that, outside the quote (`` (exit code: 2)``)."""
     lines = [" ".join(_visible(line).split()) for line in result.splitlines() if line.strip()]
     whole = " ".join(lines)
+    notes = []
     if len(whole) <= QUOTE_CHARS:
-        quotes, tail = [whole or "(empty)"], ""
+        quotes = [whole or "(empty)"]
     else:
         quotes = [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
-        more = f" (one line of {len(lines)})" if len(lines) > 1 else f" (the first {QUOTE_CHARS} characters)"
-        tail = " " + _literal(more)
+        notes.append(f"one line of {len(lines)}" if len(lines) > 1 else f"the first {QUOTE_CHARS} characters")
+    if status:
+        notes.append(status)
+    tail = f" {_literal(' (' + '; '.join(notes) + ')')}" if notes else ""
     start = " | ".join(_literal(o) for o in openers)
     body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
     return f"( {start} ) ( {body} ){tail}"
@@ -232,7 +252,8 @@ def call_grammar(
             copied from its request is a run of ``words``.
         answer: ``None`` (a call only); ``("free", openers)``: one sentence of at most
             ``SENTENCE_CHARS`` after one of ``openers`` (``""``: any line of at most
-            ``ANSWER_CHARS``);
+            ``ANSWER_CHARS``); ``("first", refusal)``: the sentence ``refusal``, or a greeting
+            of one sentence;
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
     """
@@ -270,8 +291,10 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
     free = f"[^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}"
     if answer is None or (answer[0] == "free" and not answer[1]):
         return f"[^<\\x00 \\n] {free}"
+    sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
+    if answer[0] == "first":  # the refusal, or a greeting of one sentence
+        return f"{_literal(answer[1])} | {_literal(GREETING)} {sentence}"
     if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
-        sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
         return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
     return _quote_rule([answer[1]], answer[2], True)
 

@@ -1,6 +1,11 @@
-"""Requests of two steps, which the embedded model answers "I cannot do that in one step".
+"""Refusals of the embedded model: requests of two steps, and requests no tool can do.
 
 Invariants:
+
+- ``refusal``: the one sentence a request no tool can do may be answered with; it says what
+  was asked, in the request's own words ("I cannot order a pizza for you with the tools I
+  have."; a question is quoted whole), never words of a demo ("I cannot book flights to Oslo"
+  for a weather question, measured).
 
 - A request is of two steps when it asks for a write (its demo's tool is ``write_file`` or
   ``edit_file``, or it says ``write``, ``save``, ``copy``...) whose content must first be read
@@ -24,7 +29,7 @@ import itertools
 from .demos import Demo
 from .words import content_words, file_names, split_words
 
-__all__ = ["two_step_refusal"]
+__all__ = ["refusal", "two_step_refusal"]
 
 WRITING_TOOLS = frozenset(["write_file", "edit_file"])
 """The built-in tools that change a file."""
@@ -94,3 +99,28 @@ def _target(request: str, files: list[str]) -> str:
         if token in files and before.lower() in _TARGET_WORDS:
             found = token
     return found
+
+
+_QUESTIONS = "what what's whats which who whom whose where when why how is are am was were do does did"
+QUESTION_WORDS = frozenset(f"{_QUESTIONS} can could will would should shall may might has have had i".split())
+"""First words of a question or of a wish ("I need..."): answered with the request quoted."""
+
+_SWAPS = {"me": "you", "my": "your", "mine": "yours", "i": "you", "myself": "yourself", "i'm": "you're"}
+"""The request's words for its writer, as the answer says them."""
+
+REFUSAL_CHARS = 200
+"""Most characters of a request quoted or repeated in a refusal."""
+
+
+def refusal(request: str) -> str:
+    """The sentence that refuses ``request`` (module invariants)."""
+    text = " ".join(request.split())
+    words = [w for w in text.rstrip(".!").split() if w.lower().strip(",") != "please"]
+    if not words:
+        return "I cannot do that with the tools I have."
+    if text.endswith("?") or words[0].lower() in QUESTION_WORDS or len(text) > REFUSAL_CHARS:
+        return f'I cannot answer that with the tools I have: "{text[:REFUSAL_CHARS]}"'
+    said = [_SWAPS.get(w.lower(), w) for w in words]
+    if said[0][1:2].islower() or len(said[0]) == 1:
+        said[0] = said[0].lower()
+    return f"I cannot {' '.join(said)} with the tools I have."
