@@ -69,7 +69,10 @@ def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[To
     assert _rule(grammar, "answer").startswith(
         'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! " '
     )  # the refusal says what was asked, in the request's words (not "book flights")
-    assert "call5" in grammar  # any tool may still be called
+    assert "call3" in grammar  # any tool may still be called
+    assert "write_file" not in grammar and "edit_file" not in grammar  # but no write: no file named
+    translate = _grammar(specs, Message("user", "Translate this poem into French."))
+    assert "write_file" not in translate  # it once wrote a file named "this"
     freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)
     assert _rule(freed, "answer").startswith("answer ::= [^<")
 
@@ -267,3 +270,21 @@ def test_a_refusal_says_what_was_asked(request_text: str, sentence: str) -> None
     from miniagent.providers.local.steps import refusal
 
     assert refusal(request_text) == sentence
+
+
+def test_a_json_answer_copies_its_strings_from_the_request_and_the_results(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    """The README's --output-schema example exited 1: after "1 notes.txt" the free "file"
+    string ran away (the model repeated itself); copied with numbers, it was "1"."""
+    call = ToolCall("c1", "run_command", {"command": "wc -l notes.txt"})
+    messages = [
+        Message("user", "How many lines has notes.txt?"),
+        Message("assistant", "", (call,)),
+        Message("tool", "1 notes.txt\nexit code: 0", tool_call_id="c1"),
+    ]
+    grammar = turn_grammar(messages, specs, None, output_schema=SCHEMA)
+    assert '"\\"file\\"" ": " copied' in _rule(grammar, "json-r0f")
+    words = _rule(grammar, "word")
+    assert '"notes.txt"' in words and '"1"' not in words and '"0"' not in words
+    assert '"lines\\"" ": " integer' in grammar.replace('"\\"lines', '"lines')

@@ -42,7 +42,7 @@ from .demos import OPENERS, Demo
 from .prompt import last_request
 from .steps import WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
-from .words import is_file_name, split_words
+from .words import file_names, is_file_name, split_words
 
 __all__ = [
     "ANSWER_CHARS",
@@ -118,15 +118,17 @@ def turn_grammar(
             ``None``.
         allow_answer_first: let the first reply to a user message be any answer.
         output_schema: the JSON Schema of the final answer (``ModelRequest.output_schema``):
-            every answer is then a JSON value of it instead of words (strings of at most 200
-            characters), also right after the loop's feedback on an invalid answer.
+            every answer is then a JSON value of it instead of words (its strings copied from
+            the request and the tool results, ``_answer_words``; free strings of at most 200
+            characters before any result), also right after the loop's feedback on an
+            invalid answer.
 
     Returns:
         A GBNF grammar (text) whose ``root`` is the whole reply.
     """
     last = messages[-1] if messages else None
     if output_schema is not None and (not tools or last is None or _answers_now(last)):
-        return json_grammar(output_schema)
+        return json_grammar(output_schema, _answer_words(messages) if tools else ())
     if not tools:
         return "root ::= [^\\x00]*\n"
     request = last_request(messages)
@@ -135,7 +137,11 @@ def turn_grammar(
             return call_grammar(tools, copy_words(request), answer=("json", output_schema))
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
-        return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
+        return call_grammar(
+            _unguessed(tools, request), copy_words(request), answer=("quote", FAILED, last.content)
+        )
+    if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
+        demo = None  # a write needs the file the request names: never a guessed one
     two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
     if two_steps is not None and output_schema is None:
         return f"root ::= {_literal(two_steps)}\n"
@@ -146,7 +152,15 @@ def turn_grammar(
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
     answer = ("free", "") if allow_answer_first else ("first", refusal(request))
-    return call_grammar(tools, copy_words(request, demo), answer=answer)
+    return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=answer)
+
+
+def _unguessed(tools: Sequence[ToolSpec], request: str) -> list[ToolSpec]:
+    """``tools`` without the built-in writing tools when ``request`` names no file: what a write
+    would replace is never guessed ("Translate this poem into French." wrote a file "this")."""
+    if file_names(request):
+        return list(tools)
+    return [t for t in tools if t.name not in WRITING_TOOLS]
 
 
 def _any_tool_call(tools: Sequence[ToolSpec], name: str, request: str) -> str:
@@ -163,9 +177,28 @@ def _answers_now(last: Message) -> bool:
     return (last.role == "tool" and not last.is_error) or is_feedback(last)
 
 
-def json_grammar(schema: dict[str, Any]) -> str:
-    """The grammar of an answer that is one JSON value of ``schema``."""
-    g = _Grammar()
+ANSWER_WORDS = 400
+"""Most words a JSON answer's strings are copied from."""
+
+
+def _answer_words(messages: Sequence[Message]) -> list[str]:
+    """The words a JSON answer's strings are copied from: the last request's and its tool
+    results' (``copy_words``) but numbers (they are the answer's numbers, not its strings:
+    ``{"file": "1"}``, measured), at most ``ANSWER_WORDS``; none without a tool result."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    results = [m.content for m in messages[last_user + 1 :] if m.role == "tool" and not m.is_error]
+    if not results:
+        return []
+    request = last_request(messages)
+    words = copy_words(" ".join([request, *results]))
+    return [w for w in words if not re.fullmatch(r"[-+]?\d+(\.\d+)?", w)][:ANSWER_WORDS]
+
+
+def json_grammar(schema: dict[str, Any], words: Sequence[str] = ()) -> str:
+    """The grammar of an answer that is one JSON value of ``schema``; its strings copied from
+    ``words`` when there are any (a free string ran away after a tool result, measured), else
+    free (at most 200 characters)."""
+    g = _Grammar(words)
     g.add("root", g.schema(schema, "json"))
     return g.text()
 
