@@ -92,7 +92,7 @@ def test_a_short_result_is_answered_by_quoting_it_whole(specs: tuple[ToolSpec, .
     done = _grammar(specs, *_after("created a.txt (1 characters, 1 bytes)", tool="write_file"))
     assert done == 'root ::= ( "Done: " ) ( "created a.txt (1 characters, 1 bytes)" )\n'
     other = _grammar(specs, *_after("42", tool="my_tool"))
-    assert '"It printed: " | "It says: "' in other  # another tool: any opener
+    assert other == 'root ::= ( "It returned: " ) ( "\\"42\\"" )\n'  # a tool without demos
 
 
 def test_a_long_result_is_answered_by_quoting_one_of_its_lines(specs: tuple[ToolSpec, ...]) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEMOS", "MORE_DEMOS", "OPENERS", "REFUSAL", "ROUTING_DEMOS", "Demo"]
+__all__ = ["DEMOS", "MORE_DEMOS", "OPENERS", "OTHER_OPENER", "REFUSAL", "ROUTING_DEMOS", "Demo"]
 
 
 @dataclass(frozen=True)
@@ -257,4 +257,7 @@ OPENERS = {
     "edit_file": ("Done: ", False),
 }
 """How the answer to each built-in tool's result starts, and whether the quote is in double
-quotes (as in the demos' answers). Other tools: any of these openers, quoted."""
+quotes (as in the demos' answers). Other tools: ``OTHER_OPENER``, quoted."""
+
+OTHER_OPENER = "It returned: "
+"""How the answer to the result of a tool without demos starts (``@tool``, MCP tools)."""

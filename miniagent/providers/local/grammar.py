@@ -38,7 +38,7 @@ from ...messages import Message
 from ...model import ToolSpec
 from ...output import is_feedback
 from .any_tool import call_spec
-from .demos import OPENERS, Demo
+from .demos import OPENERS, OTHER_OPENER, Demo
 from .prompt import last_request
 from .steps import WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
@@ -216,10 +216,10 @@ def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
 
 def answer_grammar(result: str, tool: str = "") -> str:
     """The grammar of an answer to a tool ``result`` of the tool named ``tool``: its opener
-    (``OPENERS``; any of them for other tools) and a quote: one line of the result or, when it
+    (``OPENERS``; ``OTHER_OPENER`` for other tools) and a quote: one line of the result or, when it
     fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces."""
-    opener, quoted = OPENERS.get(tool, ("", True))
-    openers = [opener] if opener else sorted({o for o, _ in OPENERS.values()})
+    opener, quoted = OPENERS.get(tool, (OTHER_OPENER, True))
+    openers = [opener]
     status = ""
     if tool == "run_command":
         result, status = _status(result)
