@@ -228,6 +228,76 @@ MCP_TASKS: tuple[ToolTask, ...] = (
 before tuning)."""
 
 
+CUSTOM_HELD_OUT: tuple[ToolTask, ...] = (
+    ToolTask("raining", "Is it raining in Bergen?", _called("get_weather", city="Bergen"), "snow"),
+    ToolTask(
+        "how cold", "How cold is it in Helsinki today?", _called("get_weather", city="Helsinki"), "snow"
+    ),
+    ToolTask("weather madrid", "Weather for Madrid, please.", _called("get_weather", city="Madrid"), "snow"),
+    ToolTask(
+        "yen",
+        "Change 50 dollars into yen.",
+        _called("convert_currency", amount=50, from_currency="dollar", to_currency="yen"),
+        "23.40",
+    ),
+    ToolTask(
+        "cool house",
+        "Cool the house to 18 degrees.",
+        _called("set_thermostat", mode="cool", temperature=18),
+        "cool",
+    ),
+    ToolTask("ahmed", "Find the phone number of Ahmed.", _called("lookup_contact", name="Ahmed"), "0142"),
+    ToolTask(
+        "globex", "What's the stock price of Globex?", _called("get_stock_price", symbol="Globex"), "187.20"
+    ),
+    ToolTask("five minutes", "Set a 5 minute timer.", _called("start_timer", minutes=5), "5 minutes"),
+    ToolTask(
+        "goodbye",
+        "How do you say goodbye in Spanish? Use translate.",
+        _called("translate", text="goodbye", language="spanish"),
+        "hallo",
+    ),
+    ToolTask("sofia", "Call lookup_contact for Sofia.", _called("lookup_contact", name="Sofia"), "0142"),
+)
+"""Ten more requests for the custom tools, written after ``CUSTOM_TASKS`` had tuned the embedded
+model's chooser and arguments and before any run on them: the custom held-out score."""
+
+MCP_HELD_OUT: tuple[ToolTask, ...] = (
+    ToolTask(
+        "paris time", "What's the current time in Paris?", _called("get_time", timezone="Paris"), "14:05"
+    ),
+    ToolTask("eight sides", "Roll 3 dice with 8 sides.", _called("roll_dice", sides=8, count=3), "rolled"),
+    ToolTask(
+        "ubiquitous",
+        "What does the word ubiquitous mean?",
+        _called("define_word", word="ubiquitous"),
+        "meaning",
+    ),
+    ToolTask(
+        "passport", "Add 'renew passport' to my to-do list.", _called("add_todo", title="passport"), "#7"
+    ),
+    ToolTask(
+        "timeouts", "Are there any issues about timeouts?", _called("search_issues", query="timeout"), "#12"
+    ),
+    ToolTask(
+        "plants",
+        "Put water the plants on the todo list with normal priority.",
+        _called("add_todo", title="plants", priority="normal"),
+        "#7",
+    ),
+    ToolTask("sydney", "use get_time for Sydney", _called("get_time", timezone="Sydney"), "14:05"),
+    ToolTask(
+        "laconic", "Look up the definition of laconic.", _called("define_word", word="laconic"), "meaning"
+    ),
+    ToolTask(
+        "memory leak", "Search issues for memory leak.", _called("search_issues", query="memory"), "#12"
+    ),
+    ToolTask("twelve sides", "Roll a die with 12 sides.", _called("roll_dice", sides=12), "rolled"),
+)
+"""Ten more requests for the MCP tools, written after ``MCP_TASKS`` had tuned the embedded
+model's chooser and arguments and before any run on them: the MCP held-out score."""
+
+
 FRUITS = "apple\nbanana\ncherry\n"
 
 
@@ -536,8 +606,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in chosen:
             if name == "custom":
                 outcomes = run_custom(client)
+            elif name == "custom-held-out":
+                outcomes = run_custom(client, CUSTOM_HELD_OUT)
             elif name == "mcp":
                 outcomes = run_mcp(client)
+            elif name == "mcp-held-out":
+                outcomes = run_mcp(client, MCP_HELD_OUT)
             else:
                 outcomes, destroyed = run_destructive(client)
                 print(f"input files destroyed: {destroyed}")
