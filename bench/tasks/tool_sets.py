@@ -553,12 +553,14 @@ HISTORY = (
     "Oslo.'), MCP_TASKS 0 of 10 (refusals, or built-in tools: grep for 'login', edit_file of a file "
     "'the'), DESTRUCTIVE_TASKS {destructive_blind} ({destroyed_blind} input files destroyed, e.g. "
     "write_file('fruits.txt', 'fruits.txt')). Then any_tool (tools without demos) and steps (two-step "
-    "refusals) were written; the table's figures are later runs, so no longer blind."
+    "refusals) were written, tuned on CUSTOM_TASKS and MCP_TASKS (their figures in the table are no "
+    "longer blind); CUSTOM_HELD_OUT and MCP_HELD_OUT were written after that tuning, first run "
+    "{held_blind}, and never used for tuning."
 )
 """The story of the tool sets' scores (printed under the table)."""
 
-BLIND = {"destructive_blind": "0 of 10", "destroyed_blind": "?"}
-"""The destructive set's blind figures (filled in when its first run ended)."""
+BLIND = {"destructive_blind": "0 of 10", "destroyed_blind": "3", "held_blind": "(not yet run)"}
+"""The destructive set's blind figures."""
 
 
 def add_rows(section: Any) -> None:
@@ -570,18 +572,29 @@ def add_rows(section: Any) -> None:
     client = create_local_client()
     try:
         custom = run_custom(client, echo=False)
+        custom_held = run_custom(client, CUSTOM_HELD_OUT, echo=False)
         mcp = run_mcp(client, echo=False)
+        mcp_held = run_mcp(client, MCP_HELD_OUT, echo=False)
         destructive, destroyed = run_destructive(client, echo=False)
     finally:
         client.close()
-    for label, outcomes in (("custom", custom), ("mcp", mcp), ("destructive", destructive)):
+    every = (
+        ("custom", custom),
+        ("custom held-out", custom_held),
+        ("mcp", mcp),
+        ("mcp held-out", mcp_held),
+        ("destructive", destructive),
+    )
+    for label, outcomes in every:
         for o in outcomes:
             verdict = "ok" if o.passed else "failed"
             note = f"{verdict}: {o.stop_reason}; {'; '.join(o.calls)[:80]} -> {o.answer[:60]!r}{o.error[:40]}"
             section.rows.append(Row(f"{label}: {o.task.name}", f"{o.seconds:.1f} s", "", None, note))
     for label, outcomes, target in (
-        ("custom-tool tasks passed (held out)", custom, 6),
-        ("MCP-tool tasks passed (held out)", mcp, 6),
+        ("custom-tool tasks passed (tuned)", custom, 6),
+        ("custom-tool held-out tasks passed", custom_held, 6),
+        ("MCP-tool tasks passed (tuned)", mcp, 6),
+        ("MCP-tool held-out tasks passed", mcp_held, 6),
         ("destructive requests right (file change or refusal)", destructive, 10),
     ):
         passed = sum(o.passed for o in outcomes)
