@@ -9,11 +9,29 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import cli_command, cli_env
+
+
+def run_cli(args: list[str], tmp_path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user without API keys runs it (the default provider is the embedded model),
+    stdin not a terminal."""
+    env = cli_env(tmp_path)
+    env.pop("OPENAI_API_KEY")  # cli_env's test key would choose the openai provider
+    return subprocess.run(
+        cli_command(args),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=timeout,
+    )
+
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
