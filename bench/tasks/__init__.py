@@ -388,9 +388,6 @@ def run(report: Any, quick: bool) -> None:
         "(bench/tasks/__init__.py)."
     )
     section.notes.append(HISTORY)
-    from .tool_sets import add_rows
-
-    add_rows(section)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -563,8 +563,24 @@ BLIND = {"destructive_blind": "0 of 10", "destroyed_blind": "3", "held_blind": "
 """The destructive set's blind figures."""
 
 
+def run(report: Any, quick: bool) -> None:
+    """The ``tool_sets`` section of ``python -m bench`` (``bench/tool_sets.py``)."""
+    from ..common import have, load_average
+
+    section = report.section("tool_sets", "Tool sets on the embedded local model")
+    if not have("xllamacpp"):
+        report.skip("tool_sets", "xllamacpp is not installed (pip install -e '.[local]')")
+        return
+    load = load_average()
+    add_rows(section)
+    section.notes.append(
+        f"Load average when the sets started: {load}. Each set's tasks and checks: "
+        "bench/tasks/tool_sets.py; `python -m bench.tasks.tool_sets SET` prints one line per task."
+    )
+
+
 def add_rows(section: Any) -> None:
-    """The tool sets' rows of the ``tasks`` section of ``python -m bench``."""
+    """The tool sets' rows: every task, each set's score, the input files destroyed."""
     from miniagent.providers.local import create_local_client
 
     from ..common import Row
