@@ -163,7 +163,6 @@ def check_input(
     return "; ".join(object_problems(schema, value, where, limit=MAX_PROBLEMS, cancel=cancel)) or first
 
 
-
 # --- the @tool decorator --------------------------------------------------------------------------
 
 

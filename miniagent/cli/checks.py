@@ -24,6 +24,7 @@ __all__ = [
     "valid_text",
 ]
 
+
 class UsageProblem(Exception):
     """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""
 

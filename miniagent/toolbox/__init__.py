@@ -69,6 +69,7 @@ __all__ = [
     "run_command_tool",
 ]
 
+
 def default_tools(
     workspace: str | os.PathLike[str],
     *,

@@ -66,9 +66,10 @@ def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
 def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[ToolSpec, ...]) -> None:
     grammar = _grammar(specs, Message("user", "Order a pizza for me."))
     assert _rule(grammar, "root") == "root ::= call | answer"
-    assert _rule(grammar, "answer").startswith(
-        'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! " '
-    )  # the refusal says what was asked, in the request's words (not "book flights")
+    assert _rule(grammar, "answer") == (
+        'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! What can I do for you?"'
+    )  # the refusal says what was asked, in the request's words (not "book flights"); the
+    # greeting is fixed (a free one stated made-up facts: "Hello! 20°C ... in Helsinki.")
     assert "call3" in grammar  # any tool may still be called
     assert "write_file" not in grammar and "edit_file" not in grammar  # but no write: no file named
     translate = _grammar(specs, Message("user", "Translate this poem into French."))

@@ -40,6 +40,12 @@ __all__ = ["GENERIC_WORDS", "ToolCallPlan", "call_spec", "nearest_tool", "tool_w
 GENERIC_WORDS = frozenset(
     [
         "get",
+        "set",
+        "make",
+        "turn",
+        "check",
+        "show",
+        "tell",
         "use",
         "using",
         "return",

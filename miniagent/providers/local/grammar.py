@@ -74,8 +74,10 @@ CONTENT_KEYS = frozenset(["content"])
 FAILED = "It failed: "
 FILE = "\x00file"
 """In a template: one file name of the request (any run of words when it names none)."""
-GREETING = "Hello! "
-"""How a greeting (the other first answer than a refusal, ``steps.refusal``) starts."""
+GREETING = "Hello! What can I do for you?"
+"""The greeting, the other first answer than a refusal (``steps.refusal``): one fixed sentence,
+since a free one after "Hello! " stated made-up facts ("Hello! 20°C (68°F) is the average
+temperature in Helsinki.", measured)."""
 
 
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
@@ -285,8 +287,8 @@ def call_grammar(
             copied from its request is a run of ``words``.
         answer: ``None`` (a call only); ``("free", openers)``: one sentence of at most
             ``SENTENCE_CHARS`` after one of ``openers`` (``""``: any line of at most
-            ``ANSWER_CHARS``); ``("first", refusal)``: the sentence ``refusal``, or a greeting
-            of one sentence;
+            ``ANSWER_CHARS``); ``("first", refusal)``: the sentence ``refusal``, or
+            ``GREETING``;
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
     """
@@ -325,8 +327,8 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
     if answer is None or (answer[0] == "free" and not answer[1]):
         return f"[^<\\x00 \\n] {free}"
     sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
-    if answer[0] == "first":  # the refusal, or a greeting of one sentence
-        return f"{_literal(answer[1])} | {_literal(GREETING)} {sentence}"
+    if answer[0] == "first":  # the refusal, or the greeting
+        return f"{_literal(answer[1])} | {_literal(GREETING)}"
     if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
         return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
     return _quote_rule([answer[1]], answer[2], True)
