@@ -547,19 +547,23 @@ def _echo(outcome: Outcome, echo: bool) -> Outcome:
 
 
 HISTORY = (
-    "First runs of the tool sets, blind (written before any tuning for them; 2026-12-01, a 2-core "
-    "machine shared with other runs of the embedded model): CUSTOM_TASKS 0 of 10 (every request "
-    "answered 'I cannot ...', e.g. 'What's the weather in Oslo?' -> 'I cannot book flights to "
-    "Oslo.'), MCP_TASKS 0 of 10 (refusals, or built-in tools: grep for 'login', edit_file of a file "
-    "'the'), DESTRUCTIVE_TASKS {destructive_blind} ({destroyed_blind} input files destroyed, e.g. "
-    "write_file('fruits.txt', 'fruits.txt')). Then any_tool (tools without demos) and steps (two-step "
-    "refusals) were written, tuned on CUSTOM_TASKS and MCP_TASKS (their figures in the table are no "
-    "longer blind); CUSTOM_HELD_OUT and MCP_HELD_OUT were written after that tuning, first run "
-    "{held_blind}, and never used for tuning."
+    "First runs, blind (each set written before any tuning for it; 2026-12-01, a 2-core machine "
+    "shared with other runs of the embedded model, which take turns): CUSTOM_TASKS 0 of 10 (every "
+    "request refused, e.g. 'What's the weather in Oslo?' -> 'I cannot book flights to Oslo.'), "
+    "MCP_TASKS 0 of 10 (refusals, or built-in tools: grep for 'login', edit_file of a file 'the'), "
+    "DESTRUCTIVE_TASKS {destructive_blind} ({destroyed_blind} input files destroyed, e.g. "
+    "write_file('fruits.txt', 'fruits.txt')). Then any_tool (tools without demos) and steps "
+    "(two-step requests refused) were written and tuned on CUSTOM_TASKS and MCP_TASKS: first runs "
+    "after that 9 of 10, 9 of 10, and DESTRUCTIVE_TASKS 10 of 10 with 0 files destroyed. "
+    "CUSTOM_HELD_OUT and MCP_HELD_OUT were written after that tuning; first run {held_blind}. Two "
+    "general fixes followed that run (a fixed greeting: a free 'Hello! ...' stated made-up facts; "
+    "'set', 'make', 'turn'... no longer choose a tool), so the held-out figures in the table are "
+    "later runs, no longer blind. Failures left: synonyms ('raining', 'cold' for weather; "
+    "'change ... into yen' for currency; 'a share of' for a stock price) choose no tool."
 )
 """The story of the tool sets' scores (printed under the table)."""
 
-BLIND = {"destructive_blind": "0 of 10", "destroyed_blind": "3", "held_blind": "(not yet run)"}
+BLIND = {"destructive_blind": "0 of 10", "destroyed_blind": "3", "held_blind": "custom 6 of 10, MCP 9 of 10"}
 """The destructive set's blind figures."""
 
 
