@@ -55,7 +55,17 @@ def _weather_tools() -> list[ToolSpec]:
         """
         return ""
 
-    return [ToolSpec(t.name, t.description, t.input_schema) for t in (get_weather, set_thermostat, roll_dice)]
+    @tool
+    def start_timer(minutes: int) -> str:
+        """Start a countdown timer.
+
+        Args:
+            minutes: how long the timer runs, in minutes.
+        """
+        return ""
+
+    chosen = (get_weather, set_thermostat, roll_dice, start_timer)
+    return [ToolSpec(t.name, t.description, t.input_schema) for t in chosen]
 
 
 @pytest.fixture
@@ -94,6 +104,8 @@ def _call_of(grammar: str) -> str:
             {"name": "set_thermostat", "arguments": {"mode": "heat", "temperature": 21}},
         ),
         ("Roll two six-sided dice.", {"name": "roll_dice", "arguments": {"sides": 6, "count": 2}}),
+        # "set" chose set_thermostat (a tie with start_timer): a verb that says nothing
+        ("Set a 5 minute timer.", {"name": "start_timer", "arguments": {"minutes": 5}}),
     ],
 )
 def test_a_tool_without_demos_is_chosen_and_its_arguments_come_from_the_request(
