@@ -156,3 +156,4 @@ def chosen_by_key(environ: Mapping[str, str], base_url: str | None = None) -> st
         if (key_env and environ.get(key_env)) or (base_url and name == FOR_BASE_URL):
             return name
     return FOR_BASE_URL if base_url else FALLBACK
+

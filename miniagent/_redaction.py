@@ -34,9 +34,7 @@ _API_KEY_FIELD = re.compile(r"(?i)((?:x-api-key|api[-_]key|authorization)[\"']?\
 _URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
 # The query ends where the URL does: punctuation that ends the sentence (``;``, ``,``, ``.``...)
 # right before a space or the end stays, so the text after the URL keeps its shape.
-_URL_QUERY = re.compile(
-    r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s?#'\"<>]*)\?[^\s#'\"<>]*?(?=[;,.:!)]*(?:[\s#'\"<>]|$))"
-)
+_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s?#'\"<>]*)\?[^\s#'\"<>]*?(?=[;,.:!)]*(?:[\s#'\"<>]|$))")
 
 
 def hide_url_secrets(text: str) -> str:

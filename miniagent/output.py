@@ -51,7 +51,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_output(text: str, schema: Any, cancel: threading.Event | None = None) -> tuple[Any, str | None]:
+def parse_output(
+    text: str, schema: Any, cancel: threading.Event | None = None
+) -> tuple[Any, str | None]:
     """Decode ``text`` as one JSON value and check it against ``schema``.
 
     The whole text is tried first; if it is not JSON, the first fenced code block (```json or

@@ -94,9 +94,9 @@ class ScriptedClient:
         """Record ``request`` and return the next turn's events (a generator)."""
         index = len(self.requests)
         messages = tuple(request.messages) if self._record_messages else ()
-        self.requests.append(
-            RecordedRequest(request.system, messages, request.tools, request.cancel, request.output_schema)
-        )
+        self.requests.append(RecordedRequest(
+                request.system, messages, request.tools, request.cancel, request.output_schema
+            ))
         if index >= len(self._turns):
             raise AssertionError(
                 f"ScriptedClient: the loop asked for turn {index + 1}, "

@@ -163,6 +163,7 @@ def check_input(
     return "; ".join(object_problems(schema, value, where, limit=MAX_PROBLEMS, cancel=cancel)) or first
 
 
+
 # --- the @tool decorator --------------------------------------------------------------------------
 
 

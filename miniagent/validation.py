@@ -66,7 +66,6 @@ __all__ = [
 CHECK_TIMEOUT = 10.0
 """Seconds one ``check_value`` call may take by default before it stops with a problem."""
 
-
 class _Context(Context):
     """A ``Context`` whose ``check`` is this module's."""
 

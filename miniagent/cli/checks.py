@@ -24,7 +24,6 @@ __all__ = [
     "valid_text",
 ]
 
-
 class UsageProblem(Exception):
     """A usage problem found after parsing (``EXIT_USAGE``); the message is the whole explanation."""
 

@@ -109,7 +109,9 @@ def incomplete_text(error: IncompleteResponseError, max_output_tokens: int | Non
     return f"the provider ended the model's answer with an error ({said}); try again later"
 
 
-def report_stop(display: Display, stop_reason: StopReason | None, options: Options, pending: int = 0) -> None:
+def report_stop(
+    display: Display, stop_reason: StopReason | None, options: Options, pending: int = 0
+) -> None:
     """A note on stderr when the run did not complete (``max_turns``, ``max_budget``,
     ``deferred`` with ``pending`` calls waiting, ``no_progress``, ``aborted``); nothing for
     ``complete`` or ``None``."""

@@ -176,7 +176,9 @@ def in_stream_error(provider: str, data: Any, secrets: Iterable[str | None] = ()
     err = data.get("error") if isinstance(data, dict) else None
     message, kind = _from_json(data) if isinstance(data, dict) else ("", None)
     code = _status_code(err.get("code")) if isinstance(err, dict) else None
-    retryable = kind in RETRYABLE_KINDS or (code is not None and (code in RETRYABLE_STATUSES or code >= 500))
+    retryable = kind in RETRYABLE_KINDS or (
+        code is not None and (code in RETRYABLE_STATUSES or code >= 500)
+    )
     retryable = retryable and kind not in NEVER_RETRYABLE_KINDS
     text = truncate(redact(_SPACES.sub(" ", message or "unknown error").strip(), secrets))
     label = f" ({kind})" if kind else ""

@@ -80,7 +80,6 @@ class Decoder(Protocol):
         """The events still held at the end of the body."""
         ...
 
-
 ERROR_BODY_LIMIT = 65536
 """Most bytes of an error response body read to find the provider's message."""
 

@@ -45,6 +45,7 @@ PROVIDER = "Anthropic"
 API_VERSION = "2023-06-01"
 
 
+
 class AnthropicClient(HTTPClient):
     """A ``ModelClient`` for ``POST {base_url}/v1/messages`` with ``stream: true``.
 

@@ -69,7 +69,6 @@ __all__ = [
     "run_command_tool",
 ]
 
-
 def default_tools(
     workspace: str | os.PathLike[str],
     *,
