@@ -70,8 +70,9 @@ def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[To
         'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! What can I do for you?"'
     )  # the refusal says what was asked, in the request's words (not "book flights"); the
     # greeting is fixed (a free one stated made-up facts: "Hello! 20°C ... in Helsinki.")
-    assert "call3" in grammar  # any tool may still be called
-    assert "write_file" not in grammar and "edit_file" not in grammar  # but no write: no file named
+    assert '\\"grep\\"' in grammar and '\\"list_dir\\"' in grammar  # a search or a listing may be
+    for guess in ("write_file", "edit_file", "read_file", "run_command"):  # not a guessed file or command
+        assert guess not in grammar
     translate = _grammar(specs, Message("user", "Translate this poem into French."))
     assert "write_file" not in translate  # it once wrote a file named "this"
     freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)

@@ -140,7 +140,7 @@ def turn_grammar(
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
         return call_grammar(
-            _unguessed(tools, request), copy_words(request), answer=("quote", FAILED, last.content)
+            _unguessed(tools, request, demo=True), copy_words(request), answer=("quote", FAILED, last.content)
         )
     if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
         demo = None  # a write needs the file the request names: never a guessed one
@@ -157,12 +157,19 @@ def turn_grammar(
     return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=answer)
 
 
-def _unguessed(tools: Sequence[ToolSpec], request: str) -> list[ToolSpec]:
-    """``tools`` without the built-in writing tools when ``request`` names no file: what a write
-    would replace is never guessed ("Translate this poem into French." wrote a file "this")."""
-    if file_names(request):
-        return list(tools)
-    return [t for t in tools if t.name not in WRITING_TOOLS]
+GUESSED_TOOLS = frozenset(["run_command"])
+"""Built-in tools never called without a demo near the request: a command is not guessed."""
+
+FILE_TOOLS = WRITING_TOOLS | {"read_file"}
+"""Built-in tools whose call needs a file the request names."""
+
+
+def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -> list[ToolSpec]:
+    """``tools`` without what would be a guess: the built-in file tools when ``request`` names no
+    file ("Translate this poem into French." wrote a file "this", then read one), and without a
+    demo (``demo`` false) ``GUESSED_TOOLS``."""
+    left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
+    return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
 
 
 def _any_tool_call(tools: Sequence[ToolSpec], name: str, request: str) -> str:
