@@ -290,3 +290,18 @@ def test_a_json_answer_copies_its_strings_from_the_request_and_the_results(
     words = _rule(grammar, "word")
     assert '"notes.txt"' in words and '"1"' not in words and '"0"' not in words
     assert '"lines\\"" ": " integer' in grammar.replace('"\\"lines', '"lines')
+
+
+def test_a_call_that_failed_twice_the_same_way_is_not_made_again(specs: tuple[ToolSpec, ...]) -> None:
+    """ "Translate this poem into French." called grep("this" in "this") until max_turns."""
+    call = {"pattern": "this", "path": "this"}
+    messages = [Message("user", "Translate this poem into French.")]
+    for n in (1, 2):
+        messages += [
+            Message("assistant", "", (ToolCall(f"c{n}", "grep", call),)),
+            Message("tool", "not found: this", tool_call_id=f"c{n}", is_error=True),
+        ]
+        grammar = _grammar(specs, *messages)
+        root = _rule(grammar, "root")
+        assert root == ("root ::= call | answer" if n == 1 else "root ::= answer")
+    assert _rule(grammar, "answer") == 'answer ::= ( "It failed: " ) ( "\\"not found: this\\"" )'

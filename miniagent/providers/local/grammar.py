@@ -139,9 +139,8 @@ def turn_grammar(
             return call_grammar(tools, copy_words(request), answer=("json", output_schema))
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
-        return call_grammar(
-            _unguessed(tools, request, demo=True), copy_words(request), answer=("quote", FAILED, last.content)
-        )
+        again = [] if _failed_twice(messages) else _unguessed(tools, request, demo=True)
+        return call_grammar(again, copy_words(request), answer=("quote", FAILED, last.content))
     if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
         demo = None  # a write needs the file the request names: never a guessed one
     two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
@@ -170,6 +169,21 @@ def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -
     demo (``demo`` false) ``GUESSED_TOOLS``."""
     left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
     return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
+
+
+def _failed_twice(messages: Sequence[Message]) -> bool:
+    """Whether the call whose result (failed) ends ``messages`` was made and failed before, for
+    the same request: then the answer quotes the error (the same call again never helped: "grep
+    this in this" until ``max_turns``, measured)."""
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    failed = [
+        calls[m.tool_call_id] for m in messages[last_user + 1 :] if m.is_error and m.tool_call_id in calls
+    ]
+    if len(failed) < 2:
+        return False
+    *before, latest = failed
+    return any(c.name == latest.name and c.input == latest.input for c in before)
 
 
 def _any_tool_call(tools: Sequence[ToolSpec], name: str, request: str) -> str:
