@@ -27,6 +27,7 @@ SECTIONS = (
     "mcp_client",
     "local_model",
     "tasks",
+    "tool_sets",
     "unattended",
 )
 SETUP = (

@@ -66,8 +66,15 @@ def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
 def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[ToolSpec, ...]) -> None:
     grammar = _grammar(specs, Message("user", "Order a pizza for me."))
     assert _rule(grammar, "root") == "root ::= call | answer"
-    assert _rule(grammar, "answer").startswith('answer ::= ( "I cannot " | "Hello! " )')
-    assert "call5" in grammar  # any tool may still be called
+    assert _rule(grammar, "answer") == (
+        'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! What can I do for you?"'
+    )  # the refusal says what was asked, in the request's words (not "book flights"); the
+    # greeting is fixed (a free one stated made-up facts: "Hello! 20°C ... in Helsinki.")
+    assert '\\"grep\\"' in grammar and '\\"list_dir\\"' in grammar  # a search or a listing may be
+    for guess in ("write_file", "edit_file", "read_file", "run_command"):  # not a guessed file or command
+        assert guess not in grammar
+    translate = _grammar(specs, Message("user", "Translate this poem into French."))
+    assert "write_file" not in translate  # it once wrote a file named "this"
     freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)
     assert _rule(freed, "answer").startswith("answer ::= [^<")
 
@@ -87,7 +94,7 @@ def test_a_short_result_is_answered_by_quoting_it_whole(specs: tuple[ToolSpec, .
     done = _grammar(specs, *_after("created a.txt (1 characters, 1 bytes)", tool="write_file"))
     assert done == 'root ::= ( "Done: " ) ( "created a.txt (1 characters, 1 bytes)" )\n'
     other = _grammar(specs, *_after("42", tool="my_tool"))
-    assert '"It printed: " | "It says: "' in other  # another tool: any opener
+    assert other == 'root ::= ( "It returned: " ) ( "\\"42\\"" )\n'  # a tool without demos
 
 
 def test_a_long_result_is_answered_by_quoting_one_of_its_lines(specs: tuple[ToolSpec, ...]) -> None:
@@ -135,7 +142,7 @@ def test_a_schema_with_enums_nested_objects_and_arrays_becomes_rules() -> None:
             "required": ["a"],
         },
     )
-    grammar = _grammar((spec,), Message("user", "add 1 and 2"))
+    grammar = _grammar((spec,), Message("user", "do it"))
     assert _rule(grammar, "root") == "root ::= call | answer"
     assert '"\\"mode\\""' in grammar and '"\\"x\\"" | "\\"y\\""' in grammar
     assert 'args0-tags ::= "[" ( copied ( ", " copied ){0,15} )? "]"' in grammar
@@ -230,3 +237,71 @@ def test_only_a_result_that_fits_is_quoted_whole(specs: tuple[ToolSpec, ...]) ->
     assert '"\\"1 2 3' not in quotes  # no partial "whole"
     assert '"\\"1\\""' in quotes and '"\\"40\\""' in quotes and '"\\"41\\""' not in quotes
     assert quotes.endswith(' " (one line of 100)"')  # and it says it is one line of many
+
+
+def test_a_commands_exit_line_is_not_glued_into_the_quote(specs: tuple[ToolSpec, ...]) -> None:
+    """ "42 log.txt\\nexit code: 0" was quoted "42 log.txt exit code: 0": the status line is no
+    output; a failed exit is said after the quote, and "(one line of N)" stays."""
+    ok = _grammar(specs, *_after("42 log.txt\nexit code: 0", tool="run_command"))
+    assert ok == 'root ::= ( "It printed: " ) ( "\\"42 log.txt\\"" )\n'
+    failed = _grammar(specs, *_after("no such file\nexit code: 2", tool="run_command"))
+    assert failed.endswith('( "\\"no such file\\"" ) " (exit code: 2)"\n')
+    many = "\n".join(str(n) for n in range(1, 101)) + "\nexit code: 1"
+    long = _grammar(specs, *_after(many, tool="run_command"))
+    assert long.endswith('" (one line of 100; exit code: 1)"\n') and '"\\"exit code' not in long
+    killed = _grammar(specs, *_after("partial\nkilled by signal SIGKILL", tool="run_command"))
+    assert killed.endswith('" (killed by signal SIGKILL)"\n')
+
+
+@pytest.mark.parametrize(
+    ("request_text", "sentence"),
+    [
+        ("Order a pizza for me.", "I cannot order a pizza for you with the tools I have."),
+        ("Call my mother.", "I cannot call your mother with the tools I have."),
+        ("Please book a flight to Rome", "I cannot book a flight to Rome with the tools I have."),
+        (
+            "What's the weather in Oslo?",
+            'I cannot answer that with the tools I have: "What\'s the weather in Oslo?"',
+        ),
+        ("I need a taxi.", 'I cannot answer that with the tools I have: "I need a taxi."'),
+    ],
+)
+def test_a_refusal_says_what_was_asked(request_text: str, sentence: str) -> None:
+    """ "What's the weather in Oslo?" was refused "I cannot book flights to Oslo." (the demo's
+    words): the refusal is the request's own words now."""
+    from miniagent.providers.local.steps import refusal
+
+    assert refusal(request_text) == sentence
+
+
+def test_a_json_answer_copies_its_strings_from_the_request_and_the_results(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    """The README's --output-schema example exited 1: after "1 notes.txt" the free "file"
+    string ran away (the model repeated itself); copied with numbers, it was "1"."""
+    call = ToolCall("c1", "run_command", {"command": "wc -l notes.txt"})
+    messages = [
+        Message("user", "How many lines has notes.txt?"),
+        Message("assistant", "", (call,)),
+        Message("tool", "1 notes.txt\nexit code: 0", tool_call_id="c1"),
+    ]
+    grammar = turn_grammar(messages, specs, None, output_schema=SCHEMA)
+    assert '"\\"file\\"" ": " copied' in _rule(grammar, "json-r0f")
+    words = _rule(grammar, "word")
+    assert '"notes.txt"' in words and '"1"' not in words and '"0"' not in words
+    assert '"lines\\"" ": " integer' in grammar.replace('"\\"lines', '"lines')
+
+
+def test_a_call_that_failed_twice_the_same_way_is_not_made_again(specs: tuple[ToolSpec, ...]) -> None:
+    """ "Translate this poem into French." called grep("this" in "this") until max_turns."""
+    call = {"pattern": "this", "path": "this"}
+    messages = [Message("user", "Translate this poem into French.")]
+    for n in (1, 2):
+        messages += [
+            Message("assistant", "", (ToolCall(f"c{n}", "grep", call),)),
+            Message("tool", "not found: this", tool_call_id=f"c{n}", is_error=True),
+        ]
+        grammar = _grammar(specs, *messages)
+        root = _rule(grammar, "root")
+        assert root == ("root ::= call | answer" if n == 1 else "root ::= answer")
+    assert _rule(grammar, "answer") == 'answer ::= ( "It failed: " ) ( "\\"not found: this\\"" )'

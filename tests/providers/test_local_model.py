@@ -484,3 +484,61 @@ def test_replies_take_turns_through_the_lock_file(tmp_path: Path) -> None:
             assert turn is False
     with one_at_a_time(None, None) as turn:  # no lock file: at once
         assert turn
+
+
+def test_a_reply_waiting_for_another_runs_turn_says_so_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run waiting for the lock looked stuck: it now says why, once, on stderr (no logging
+    setup needed, so with and without ``-v``)."""
+    import threading
+
+    from miniagent.providers.local.native import one_at_a_time
+
+    lock = tmp_path / "local-model.lock"
+    with one_at_a_time(lock, None):
+        assert "waiting" not in capsys.readouterr().err  # a free lock: nothing said
+        cancel = threading.Event()
+        waiter = threading.Thread(target=lambda: one_at_a_time(lock, cancel).__enter__())
+        waiter.start()
+        said, deadline = "", time.monotonic() + 10
+        while "waiting for another run" not in said and time.monotonic() < deadline:
+            cancel.wait(0.01)  # until the waiter has said it (bounded), not a hoped-for delay
+            said += capsys.readouterr().err
+        cancel.set()
+        waiter.join(timeout=10)
+    assert f"waiting for another run of the local model to finish its turn (lock: {lock})" in said
+    assert said.count("miniagent: waiting") == 1 and not waiter.is_alive()
+
+
+@pytest.mark.local_model
+def test_llama_cpp_parses_the_grammars_of_awkward_inputs(server: LocalServer, tmp_path: Path) -> None:
+    """A tool result with a backspace (llama.cpp: 400 "failed to parse grammar"), properties
+    ``Mode`` and ``mode``, and a 1,500-property schema: llama.cpp takes each grammar, and a
+    run on a notes.txt with a backspace answers quoting it."""
+    import urllib.request
+
+    from miniagent.providers.local.grammar import answer_grammar, json_grammar
+
+    control = "".join(chr(c) for c in [*range(1, 9), *range(11, 32), 0x7F, 0x85])
+    wide = {"type": "object", "properties": {f"f{i}": {"type": "integer"} for i in range(1500)}}
+    cased = {"type": "object", "properties": {"Mode": {"enum": ["a"]}, "mode": {"type": "integer"}}}
+    for grammar in (
+        answer_grammar(f"back\bspace {control}", "read_file"),
+        json_grammar(cased),
+        json_grammar(wide),
+    ):
+        body = json.dumps({"prompt": "Hi", "n_predict": 2, "grammar": grammar}).encode()
+        call = urllib.request.Request(f"{server.base_url}/completion", data=body)
+        with urllib.request.urlopen(call, timeout=60) as answer:
+            assert answer.status == 200
+    (tmp_path / "notes.txt").write_text("Buy milk\b and bread.\n")
+    log: list[str] = []
+    result = run_agent(
+        client=server.client(),
+        system=SYSTEM,
+        tools=[_read_file_tool(tmp_path, log)],
+        user=QUESTION,
+        max_turns=4,
+    )
+    assert result.stop_reason == "complete" and "Buy milk^H and bread." in result.messages[-1].content

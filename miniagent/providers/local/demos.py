@@ -18,19 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEMOS", "MORE_DEMOS", "OPENERS", "REFUSAL", "ROUTING_DEMOS", "Demo"]
+__all__ = ["DEMOS", "MORE_DEMOS", "OPENERS", "OTHER_OPENER", "REFUSAL", "ROUTING_DEMOS", "Demo"]
 
 
 @dataclass(frozen=True)
 class Demo:
     """One few-shot example: ``user`` asks, the assistant calls ``tool`` with ``arguments``,
-    the tool returns ``result``, the assistant answers ``answer``."""
+    the tool returns ``result``, the assistant answers ``answer``. A demo with ``custom`` is
+    not shown: it names a tool no demo knows, chosen for the request (``any_tool``)."""
 
     user: str
     tool: str
     arguments: dict[str, Any]
     result: str
     answer: str
+    custom: bool = False
 
 
 DEMOS: tuple[Demo, ...] = (
@@ -255,4 +257,7 @@ OPENERS = {
     "edit_file": ("Done: ", False),
 }
 """How the answer to each built-in tool's result starts, and whether the quote is in double
-quotes (as in the demos' answers). Other tools: any of these openers, quoted."""
+quotes (as in the demos' answers). Other tools: ``OTHER_OPENER``, quoted."""
+
+OTHER_OPENER = "It returned: "
+"""How the answer to the result of a tool without demos starts (``@tool``, MCP tools)."""

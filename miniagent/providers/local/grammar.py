@@ -7,7 +7,7 @@ Invariants:
   - after a USER message: one tool call. Its tool is the tool of the demo nearest the request
     (``prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
     tool's required ones); with no demo near, any tool, or an answer that starts with
-    ``"I cannot "`` or ``"Hello! "`` (``allow_answer_first`` frees the answer);
+    ``steps.refusal`` (the request in its own words) or a greeting (``allow_answer_first`` frees the answer);
   - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
     ``read_file``...) and the whole result when it is short, else one line of it followed by
     ``(one line of N)``, in double quotes (``write_file``/``edit_file``: ``"Done: "`` and the
@@ -37,8 +37,12 @@ from typing import Any
 from ...messages import Message
 from ...model import ToolSpec
 from ...output import is_feedback
-from .demos import OPENERS, Demo
+from .any_tool import call_spec
+from .demos import OPENERS, OTHER_OPENER, Demo
 from .prompt import last_request
+from .steps import WRITING_TOOLS, refusal, two_step_refusal
+from .words import STRIP as _STRIP
+from .words import file_names, is_file_name, split_words
 
 __all__ = [
     "ANSWER_CHARS",
@@ -64,13 +68,16 @@ QUOTE_CHARS = 240
 QUOTE_LINES = 40
 """Most lines of one tool result offered for quoting (the first ones)."""
 
+CONTENT_KEYS = frozenset(["content"])
+"""Arguments that are a file's new content: copied words of them are never file names."""
+
 FAILED = "It failed: "
 FILE = "\x00file"
 """In a template: one file name of the request (any run of words when it names none)."""
-FIRST_ANSWERS = ("I cannot ", "Hello! ")
-"""How an answer to a user message may start when no demo suggests a tool."""
-
-_STRIP = ".,;:!?\"'`()[]{}<>"
+GREETING = "Hello! What can I do for you?"
+"""The greeting, the other first answer than a refusal (``steps.refusal``): one fixed sentence,
+since a free one after "Hello! " stated made-up facts ("Hello! 20°C (68°F) is the average
+temperature in Helsinki.", measured)."""
 
 
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
@@ -80,24 +87,20 @@ def copy_words(request: str, demo: Demo | None = None) -> list[str]:
     in order, each once. Words with a double quote, a backslash or a
     control character are left out (they would need escaping in JSON)."""
     found: list[str] = []
-    demo_request = set(_split(demo.user)) if demo is not None else set()
+    demo_request = set(split_words(demo.user)) if demo is not None else set()
     added = [
         word
         for value in (demo.arguments.values() if demo is not None else ())
         if isinstance(value, str)
-        for word in _split(value)
+        for word in split_words(value)
         if word not in demo_request
     ]
-    for word in [*_split(request), *added]:
+    for word in [*split_words(request), *added]:
         singular = [word[:-1]] if re.fullmatch(r"[A-Z0-9_]{2,}s", word) else []
         for form in [word, *singular]:
             if form and form not in found and not re.search(r'["\\\x00-\x1f]', form):
                 found.append(form)
     return found
-
-
-def _split(text: str) -> list[str]:
-    return [word.strip(_STRIP) for word in text.split()]
 
 
 def turn_grammar(
@@ -117,15 +120,17 @@ def turn_grammar(
             ``None``.
         allow_answer_first: let the first reply to a user message be any answer.
         output_schema: the JSON Schema of the final answer (``ModelRequest.output_schema``):
-            every answer is then a JSON value of it instead of words (strings of at most 200
-            characters), also right after the loop's feedback on an invalid answer.
+            every answer is then a JSON value of it instead of words (its strings copied from
+            the request and the tool results, ``_answer_words``; free strings of at most 200
+            characters before any result), also right after the loop's feedback on an
+            invalid answer.
 
     Returns:
         A GBNF grammar (text) whose ``root`` is the whole reply.
     """
     last = messages[-1] if messages else None
     if output_schema is not None and (not tools or last is None or _answers_now(last)):
-        return json_grammar(output_schema)
+        return json_grammar(output_schema, _answer_words(messages) if tools else ())
     if not tools:
         return "root ::= [^\\x00]*\n"
     request = last_request(messages)
@@ -134,13 +139,59 @@ def turn_grammar(
             return call_grammar(tools, copy_words(request), answer=("json", output_schema))
         if not last.is_error:
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
-        return call_grammar(tools, copy_words(request), answer=("quote", FAILED, last.content))
+        again = [] if _failed_twice(messages) else _unguessed(tools, request, demo=True)
+        return call_grammar(again, copy_words(request), answer=("quote", FAILED, last.content))
+    if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
+        demo = None  # a write needs the file the request names: never a guessed one
+    two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
+    if two_steps is not None and output_schema is None:
+        return f"root ::= {_literal(two_steps)}\n"
+    if demo is not None and demo.custom:
+        return _any_tool_call(tools, demo.tool, request)
     if demo is not None and not allow_answer_first:
         return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
-    answer = ("free", "" if allow_answer_first else FIRST_ANSWERS)
-    return call_grammar(tools, copy_words(request, demo), answer=answer)
+    answer = ("free", "") if allow_answer_first else ("first", refusal(request))
+    return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=answer)
+
+
+GUESSED_TOOLS = frozenset(["run_command"])
+"""Built-in tools never called without a demo near the request: a command is not guessed."""
+
+FILE_TOOLS = WRITING_TOOLS | {"read_file"}
+"""Built-in tools whose call needs a file the request names."""
+
+
+def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -> list[ToolSpec]:
+    """``tools`` without what would be a guess: the built-in file tools when ``request`` names no
+    file ("Translate this poem into French." wrote a file "this", then read one), and without a
+    demo (``demo`` false) ``GUESSED_TOOLS``."""
+    left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
+    return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
+
+
+def _failed_twice(messages: Sequence[Message]) -> bool:
+    """Whether the call whose result (failed) ends ``messages`` was made and failed before, for
+    the same request: then the answer quotes the error (the same call again never helped: "grep
+    this in this" until ``max_turns``, measured)."""
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    failed = [
+        calls[m.tool_call_id] for m in messages[last_user + 1 :] if m.is_error and m.tool_call_id in calls
+    ]
+    if len(failed) < 2:
+        return False
+    *before, latest = failed
+    return any(c.name == latest.name and c.input == latest.input for c in before)
+
+
+def _any_tool_call(tools: Sequence[ToolSpec], name: str, request: str) -> str:
+    """The call of the tool ``name`` (no demo knows it), its schema narrowed to ``request``
+    (``any_tool.call_spec``)."""
+    spec = next(t for t in tools if t.name == name)
+    plan = call_spec(spec, request, copy_words(request))
+    return call_grammar([plan.spec], plan.words or copy_words(request))
 
 
 def _answers_now(last: Message) -> bool:
@@ -149,9 +200,28 @@ def _answers_now(last: Message) -> bool:
     return (last.role == "tool" and not last.is_error) or is_feedback(last)
 
 
-def json_grammar(schema: dict[str, Any]) -> str:
-    """The grammar of an answer that is one JSON value of ``schema``."""
-    g = _Grammar()
+ANSWER_WORDS = 400
+"""Most words a JSON answer's strings are copied from."""
+
+
+def _answer_words(messages: Sequence[Message]) -> list[str]:
+    """The words a JSON answer's strings are copied from: the last request's and its tool
+    results' (``copy_words``) but numbers (they are the answer's numbers, not its strings:
+    ``{"file": "1"}``, measured), at most ``ANSWER_WORDS``; none without a tool result."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    results = [m.content for m in messages[last_user + 1 :] if m.role == "tool" and not m.is_error]
+    if not results:
+        return []
+    request = last_request(messages)
+    words = copy_words(" ".join([request, *results]))
+    return [w for w in words if not re.fullmatch(r"[-+]?\d+(\.\d+)?", w)][:ANSWER_WORDS]
+
+
+def json_grammar(schema: dict[str, Any], words: Sequence[str] = ()) -> str:
+    """The grammar of an answer that is one JSON value of ``schema``; its strings copied from
+    ``words`` when there are any (a free string ran away after a tool result, measured), else
+    free (at most 200 characters)."""
+    g = _Grammar(words)
     g.add("root", g.schema(schema, "json"))
     return g.text()
 
@@ -169,26 +239,46 @@ def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
 
 def answer_grammar(result: str, tool: str = "") -> str:
     """The grammar of an answer to a tool ``result`` of the tool named ``tool``: its opener
-    (``OPENERS``; any of them for other tools) and a quote: one line of the result or, when it
+    (``OPENERS``; ``OTHER_OPENER`` for other tools) and a quote: one line of the result or, when it
     fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces."""
-    opener, quoted = OPENERS.get(tool, ("", True))
-    openers = [opener] if opener else sorted({o for o, _ in OPENERS.values()})
-    return f"root ::= {_quote_rule(openers, result, quoted)}\n"
+    opener, quoted = OPENERS.get(tool, (OTHER_OPENER, True))
+    openers = [opener]
+    status = ""
+    if tool == "run_command":
+        result, status = _status(result)
+    return f"root ::= {_quote_rule(openers, result, quoted, status)}\n"
 
 
-def _quote_rule(openers: Sequence[str], result: str, quoted: bool) -> str:
+_STATUS = re.compile(r"\n?(exit code: (-?\d+)|killed by signal \S+)\s*$")
+"""The status line ``run_command`` ends its result with."""
+
+
+def _status(result: str) -> tuple[str, str]:
+    """(the output, its status to show): a command's status line is not part of the quote; a
+    failure's status is said after it (``exit code: 2``), success's not at all."""
+    found = _STATUS.search(result)
+    if found is None:
+        return result, ""
+    return result[: found.start()], "" if found.group(2) == "0" else found.group(1)
+
+
+def _quote_rule(openers: Sequence[str], result: str, quoted: bool, status: str = "") -> str:
     """Opener, then a quote: a short result whole (its lines joined by spaces), a longer one
     line by line (each cut to ``QUOTE_CHARS``, the first ``QUOTE_LINES``). A quote of one line
     of a longer result says so after it (`` (one line of 100)``; a cut line ``(the first 240
-    characters)``), so nobody takes it for the whole result."""
-    lines = [" ".join(line.split()) for line in result.splitlines() if line.strip()]
+    characters)``), so nobody takes it for the whole result; a ``status`` (a command's failed
+    exit) comes after that, outside the quote (`` (exit code: 2)``)."""
+    lines = [" ".join(_visible(line).split()) for line in result.splitlines() if line.strip()]
     whole = " ".join(lines)
+    notes = []
     if len(whole) <= QUOTE_CHARS:
-        quotes, tail = [whole or "(empty)"], ""
+        quotes = [whole or "(empty)"]
     else:
         quotes = [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
-        more = f" (one line of {len(lines)})" if len(lines) > 1 else f" (the first {QUOTE_CHARS} characters)"
-        tail = " " + _literal(more)
+        notes.append(f"one line of {len(lines)}" if len(lines) > 1 else f"the first {QUOTE_CHARS} characters")
+    if status:
+        notes.append(status)
+    tail = f" {_literal(' (' + '; '.join(notes) + ')')}" if notes else ""
     start = " | ".join(_literal(o) for o in openers)
     body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
     return f"( {start} ) ( {body} ){tail}"
@@ -218,7 +308,8 @@ def call_grammar(
             copied from its request is a run of ``words``.
         answer: ``None`` (a call only); ``("free", openers)``: one sentence of at most
             ``SENTENCE_CHARS`` after one of ``openers`` (``""``: any line of at most
-            ``ANSWER_CHARS``);
+            ``ANSWER_CHARS``); ``("first", refusal)``: the sentence ``refusal``, or
+            ``GREETING``;
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
     """
@@ -230,7 +321,7 @@ def call_grammar(
         schema = spec.input_schema or {"type": "object"}
         if only is not None:
             schema = _narrowed(schema, set(demo.arguments) if demo is not None else None)
-        arguments = g.schema(schema, f"args{index}")
+        arguments = g.schema(schema, g.fresh(f"args{index}"))
         if arguments == "value":
             arguments = "object"
         head = _literal(f'{{"name": {json.dumps(spec.name, ensure_ascii=False)}, "arguments": ')
@@ -256,16 +347,12 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
     free = f"[^\\x00\\n]{{0,{ANSWER_CHARS - 1}}}"
     if answer is None or (answer[0] == "free" and not answer[1]):
         return f"[^<\\x00 \\n] {free}"
+    sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
+    if answer[0] == "first":  # the refusal, or the greeting
+        return f"{_literal(answer[1])} | {_literal(GREETING)}"
     if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
-        sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
         return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
     return _quote_rule([answer[1]], answer[2], True)
-
-
-def is_file_name(word: str) -> bool:
-    """Whether ``word`` looks like a file name or path: a dot or slash between other characters
-    (``notes.txt``, ``data/x``; not ``etc.``)."""
-    return bool(re.search(r"\w[./]\w", word))
 
 
 def _templates(demo: Demo | None) -> dict[str, list[str | None]]:
@@ -274,7 +361,7 @@ def _templates(demo: Demo | None) -> dict[str, list[str | None]]:
     for "How many lines does log.txt have?": ``["wc", "-l", FILE]``)."""
     if demo is None:
         return {}
-    copied = set(_split(demo.user))
+    copied = set(split_words(demo.user))
     templates: dict[str, list[str | None]] = {}
     for name, value in demo.arguments.items():
         if not isinstance(value, str):
@@ -315,35 +402,58 @@ array ::= "[" ( value ( ", " value ){0,15} )? "]"
 """
 
 
+MAX_DEPTH = 24
+"""Deepest nesting of schemas given rules of their own; deeper values are any JSON value."""
+
+_OWN_RULES = ("root", "call", "answer", "word", "file", "prose", "copied")
+_SHARED = frozenset([*re.findall(r"^(\S+) ::=", _JSON_RULES, re.M), *_OWN_RULES])
+"""Rule names the grammars use for themselves: never a name of a schema's rule."""
+
+
 class _Grammar:
     """Builds GBNF rules for JSON Schemas (one rule per sub-schema); strings are copied from
     ``words`` when there are any, string properties named in ``templates`` follow their
-    template (``_templates``)."""
+    template (``_templates``). Every rule name is given once (``fresh``), whatever the names
+    of the properties."""
 
     def __init__(
         self, words: Sequence[str] = (), templates: dict[str, list[str | None]] | None = None
     ) -> None:
         self.rules: dict[str, str] = {}
+        self.taken: set[str] = set(_SHARED)
         self.string = "string"
         self.templates = templates or {}
         if words:
             self.add("word", " | ".join(_literal(w) for w in words))
             files = [w for w in words if is_file_name(w)]
             self.add("file", " | ".join(_literal(w) for w in files) if files else "word")
+            prose = [w for w in words if not is_file_name(w)]
+            self.add("prose", " | ".join(_literal(w) for w in prose) if prose else "word")
             self.string = self.add("copied", f'"\\"" word ( " " word ){{0,{COPY_WORDS - 1}}} "\\""')
 
     def add(self, name: str, body: str) -> str:
         self.rules[name] = body
+        self.taken.add(name)
         return name
+
+    def fresh(self, name: str) -> str:
+        """``name``, or ``name-2``, ``name-3``... : the first not given yet (now taken)."""
+        chosen, number = name, 1
+        while chosen in self.taken:
+            number += 1
+            chosen = f"{name}-{number}"
+        self.taken.add(chosen)
+        return chosen
 
     def text(self) -> str:
         """The grammar: the rules added, then the shared JSON rules."""
         body = "\n".join(f"{name} ::= {rule}" for name, rule in self.rules.items())
         return f"{body}\n{_JSON_RULES.strip()}\n"
 
-    def schema(self, schema: Any, name: str) -> str:
-        """Return a rule (or primitive rule name) matching values of ``schema``."""
-        if not isinstance(schema, dict):
+    def schema(self, schema: Any, name: str, depth: int = 0) -> str:
+        """Return a rule (or primitive rule name) matching values of ``schema``; ``name`` is
+        the rule's name (already ``fresh``), ``depth`` how deep it is (``MAX_DEPTH``)."""
+        if not isinstance(schema, dict) or depth > MAX_DEPTH:
             return "value"
         if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
             return self.add(
@@ -356,52 +466,87 @@ class _Grammar:
         if isinstance(kind, str) and kind in simple:
             return simple[kind]
         if kind == "array":
-            item = self.schema(schema.get("items"), f"{name}-item")
+            item = self.schema(schema.get("items"), self.fresh(f"{name}-item"), depth + 1)
             return self.add(name, f'"[" ( {item} ( ", " {item} ){{0,15}} )? "]"')
         if kind == "object" and isinstance(schema.get("properties"), dict):
-            return self.object(schema, name)
+            return self.object(schema, name, depth)
         return "value"
 
-    def value(self, schema: Any, key: str, name: str) -> str:
+    def value(self, schema: Any, key: str, name: str, depth: int = 0) -> str:
         """The rule of property ``key``: its template when it has one (``templates``) and is a
         string, else its schema's."""
-        template = self.templates.get(key)
+        template = self.templates.get(key) if depth == 1 else None
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
-            return self.schema(schema, name)
-        run = f'word ( " " word ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
+            return self.schema(schema, name, depth)
+        unit = "prose" if key in CONTENT_KEYS else "word"  # content is never a file name
+        run = f'{unit} ( " " {unit} ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
         file = "file" if "file" in self.rules else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
 
-    def object(self, schema: dict[str, Any], name: str) -> str:
-        """Properties in the schema's order; required ones always, optional ones may be left out."""
+    def object(self, schema: dict[str, Any], name: str, depth: int = 0) -> str:
+        """Properties in the schema's order; required ones always, optional ones may be left out.
+        Built from the last property back (no recursion per property: any number of them)."""
         properties: dict[str, Any] = schema["properties"]
         required = set(schema.get("required") or ())
         keys = list(properties)
-        values = [self.value(properties[k], k, f"{name}-{_rule_name(k)}") for k in keys]
-
-        # rest(i, emitted): the properties from i on; emitted: whether one was written before.
-        def rest(i: int, emitted: bool) -> str:
-            rule = f"{name}-r{i}{'c' if emitted else 'f'}"
-            if rule in self.rules:
-                return rule
-            if i == len(keys):
-                return self.add(rule, '""')
-            separator = '", " ' if emitted else ""
+        values = [
+            self.value(properties[k], k, self.fresh(f"{name}-{_rule_name(k)}"), depth + 1) for k in keys
+        ]
+        # rest[(i, emitted)]: the properties from i on; emitted: whether one was written before.
+        rest = {(len(keys), True): self.add(self.fresh(f"{name}-end"), '""')}
+        rest[(len(keys), False)] = rest[(len(keys), True)]
+        for i in range(len(keys) - 1, -1, -1):
             key = _literal(json.dumps(keys[i], ensure_ascii=False))
-            pair = f'{separator}{key} ": " {values[i]} {rest(i + 1, True)}'
-            if keys[i] in required:
-                return self.add(rule, pair)
-            return self.add(rule, f"{pair} | {rest(i + 1, emitted)}")
-
-        return self.add(name, f'"{{" {rest(0, False)} "}}"')
+            for emitted in (True, False):
+                separator = '", " ' if emitted else ""
+                pair = f'{separator}{key} ": " {values[i]} {rest[(i + 1, True)]}'
+                body = pair if keys[i] in required else f"{pair} | {rest[(i + 1, emitted)]}"
+                rule = self.fresh(f"{name}-r{i}{'c' if emitted else 'f'}")
+                rest[(i, emitted)] = self.add(rule, body)
+        return self.add(name, f'"{{" {rest[(0, False)]} "}}"')
 
 
 def _rule_name(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
-    return cleaned or "x"
+    """A readable GBNF rule-name part for ``text`` (ASCII letters, digits and ``-``); not
+    unique (``Mode`` and ``mode`` give ``mode``): ``_Grammar.fresh`` makes names unique."""
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in text.lower())
+    return re.sub("-+", "-", cleaned).strip("-") or "x"
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _literal(text: str) -> str:
-    """A GBNF string literal for ``text``."""
-    return json.dumps(text, ensure_ascii=False)
+    """A GBNF string literal for ``text``: ``"`` and ``\\`` escaped, newline, return and tab as
+    ``\\n \\r \\t``, every other control character (C0, DEL, C1) as ``\\xHH`` (llama.cpp's
+    GBNF knows no ``\\b`` or ``\\f``), a lone surrogate as U+FFFD; other characters as they are."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif _CONTROL.fullmatch(char):
+            out.append(f"\\x{ord(char):02X}")
+        elif "\ud800" <= char <= "\udfff":
+            out.append("\ufffd")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""A control character (C0, DEL, C1)."""
+
+
+def _visible(text: str) -> str:
+    """``text`` with each control character but tab shown as caret notation (``^H`` for a
+    backspace, ``^@`` for NUL, ``^?`` for DEL; C1 as ``\\x85``...), as ``cat -v`` shows
+    them: a quote the model can write (llama.cpp matches no NUL) and a terminal shows as is."""
+
+    def shown(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        if code == 0x7F:
+            return "^?"
+        return f"^{chr(code + 64)}" if code < 0x20 else f"\\x{code:02x}"
+
+    return _CONTROL.sub(lambda m: m.group() if m.group() == "\t" else shown(m), text)

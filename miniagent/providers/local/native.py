@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -346,7 +347,8 @@ def one_at_a_time(path: Path | None, cancel: threading.Event | None) -> Iterator
 
     Yields ``True`` once the lock is held (released when the block ends, or when this process
     dies), ``False`` when ``cancel`` was set while waiting (the reply is then not started).
-    Without a usable lock file (``None``, unwritable) it yields ``True`` at once.
+    Without a usable lock file (``None``, unwritable) it yields ``True`` at once. A wait says so
+    once on stderr (``waiting_notice``), so a run that seems stuck tells why.
     """
     import fcntl  # POSIX; imported where used
 
@@ -358,12 +360,15 @@ def one_at_a_time(path: Path | None, cancel: threading.Event | None) -> Iterator
         yield True
         return
     waiting = cancel if cancel is not None else threading.Event()  # never set: plain waits
+    told = False
     with handle:
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not told:
+                    told = waiting_notice(path)
                 if waiting.wait(0.05):
                     yield False
                     return
@@ -371,6 +376,17 @@ def one_at_a_time(path: Path | None, cancel: threading.Event | None) -> Iterator
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def waiting_notice(path: Path | None) -> bool:
+    """Tell stderr that this run waits for another run's turn of the local model (the lock file
+    ``path``); returns ``True``. Written straight to stderr, as the model download's progress
+    is, so it shows with and without ``-v``."""
+    sys.stderr.write(
+        f"miniagent: waiting for another run of the local model to finish its turn (lock: {path})\n"
+    )
+    sys.stderr.flush()
+    return True
 
 
 def _prune(folder: Path) -> None:

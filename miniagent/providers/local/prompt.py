@@ -31,7 +31,9 @@ from typing import Any
 
 from ...messages import Message
 from ...model import ToolSpec
+from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, REFUSAL, ROUTING_DEMOS, Demo
+from .words import content_words as _words
 
 __all__ = [
     "nearest_demo",
@@ -54,59 +56,6 @@ To use a tool, reply with only:
 Always use a tool first; never guess. After the tool result, answer in one line that quotes it."""
 
 
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "at",
-        "be",
-        "can",
-        "do",
-        "does",
-        "file",
-        "files",
-        "for",
-        "from",
-        "i",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "please",
-        "s",
-        "say",
-        "says",
-        "tell",
-        "that",
-        "the",
-        "this",
-        "to",
-        "what",
-        "which",
-        "with",
-        "you",
-    ]
-)
-
-
-_PATH = re.compile(r"`[^`]*`|\S*\w[./]\w\S*")
-"""Code in backticks, and paths and file names: a dot or slash between word characters (not the
-full stop of ``folder.``)."""
-
-
-def _words(text: str) -> set[str]:
-    """Content words of ``text``: lower case, without paths, file names, code in backticks and
-    stop words, a plural ``s`` dropped."""
-    words = re.findall(r"[a-z]+", _PATH.sub(" ", text.lower()))
-    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in _STOP_WORDS}
-
-
 def _intent_words(demo: Demo) -> set[str]:
     """The content words of ``demo``'s request that say what to do: without the words its call
     copies into its arguments (``"hi there"`` of "Write the text hi there into hi.txt." is what
@@ -120,9 +69,23 @@ def _intent_words(demo: Demo) -> set[str]:
 
 def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     """The demo (of ``DEMOS``, ``MORE_DEMOS``, ``ROUTING_DEMOS``) sharing most intent words
-    (``_intent_words``) with ``request`` whose tool is offered; else, when the request names a
-    file (``x.y``), the ``read_file`` demo; else ``None``."""
+    (``_intent_words``) with ``request`` whose tool is offered, unless a tool no demo knows
+    is nearer (``any_tool.nearest_tool``: a ``custom`` demo of it); else, when the request
+    names a file (``x.y``), the ``read_file`` demo; else ``None``."""
     by_name = {spec.name: spec for spec in tools}
+    builtin = _nearest_builtin(request, by_name)
+    known = {demo.tool for demo in (*DEMOS, *MORE_DEMOS, *ROUTING_DEMOS) if _demo_fits(demo, by_name)}
+    other, score = nearest_tool(request, [spec for spec in tools if spec.name not in known])
+    if other is not None and score > builtin[1]:
+        return Demo(request, other.name, {}, "", "", custom=True)
+    best = builtin[0]
+    if best is None and re.search(r"\w\.[a-z]{1,5}\b", request.lower()):
+        best = next((d for d in DEMOS if d.tool == "read_file" and _demo_fits(d, by_name)), None)
+    return best
+
+
+def _nearest_builtin(request: str, by_name: dict[str, ToolSpec]) -> tuple[Demo | None, int]:
+    """The built-in demo sharing most intent words with ``request``, and how many."""
     wanted = _words(request)
     best: Demo | None = None
     best_score = 0
@@ -132,9 +95,7 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
         score = len(wanted & _intent_words(demo))
         if score > best_score:
             best, best_score = demo, score
-    if best is None and re.search(r"\w\.[a-z]{1,5}\b", request.lower()):
-        best = next((d for d in DEMOS if d.tool == "read_file" and _demo_fits(d, by_name)), None)
-    return best
+    return best, best_score
 
 
 def _interleaved() -> list[Demo]:
@@ -224,7 +185,7 @@ def render(
     elif not tools:
         parts.append(_turn("system", "You are a helpful assistant."))
     for index, message in enumerate(messages):
-        if index == last_user and demo is not None and demo.tool:
+        if index == last_user and demo is not None and demo.tool and not demo.custom:
             parts += _demo_turns(demo)
         if message.role == "assistant":
             blocks = [message.content] if message.content else []

@@ -1,0 +1,88 @@
+"""Words of requests, as the embedded model's demo chooser and guards compare them.
+
+Invariants: ``content_words`` is lower case and drops paths, file names, code in backticks,
+stop words and a plural ``s``; ``is_file_name`` is true of a word with a dot or slash between
+other characters (``notes.txt``, ``data/x``; not ``etc.``); ``file_names`` are the request's
+file names in order, each once, outer punctuation stripped.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["PATH", "STOP_WORDS", "STRIP", "content_words", "file_names", "is_file_name", "split_words"]
+
+STRIP = ".,;:!?\"'`()[]{}<>"
+"""The outer punctuation stripped from a word of a request."""
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "at",
+        "be",
+        "can",
+        "do",
+        "does",
+        "file",
+        "files",
+        "for",
+        "from",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "s",
+        "say",
+        "says",
+        "tell",
+        "that",
+        "the",
+        "this",
+        "to",
+        "what",
+        "which",
+        "with",
+        "you",
+    ]
+)
+
+
+PATH = re.compile(r"`[^`]*`|\S*\w[./]\w\S*")
+"""Code in backticks, and paths and file names: a dot or slash between word characters (not the
+full stop of ``folder.``)."""
+
+
+def content_words(text: str) -> set[str]:
+    """Content words of ``text``: lower case, without paths, file names, code in backticks and
+    stop words, a plural ``s`` dropped."""
+    words = re.findall(r"[a-z]+", PATH.sub(" ", text.lower()))
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in STOP_WORDS}
+
+
+def is_file_name(word: str) -> bool:
+    """Whether ``word`` looks like a file name or path: a dot or slash between other characters
+    (``notes.txt``, ``data/x``; not ``etc.``)."""
+    return bool(re.search(r"\w[./]\w", word))
+
+
+def split_words(text: str) -> list[str]:
+    """The words of ``text`` (split at white space), outer punctuation stripped."""
+    return [word.strip(STRIP) for word in text.split()]
+
+
+def file_names(request: str) -> list[str]:
+    """The file names ``request`` names (``is_file_name``), in order, each once."""
+    found: list[str] = []
+    for word in split_words(request):
+        if is_file_name(word) and word not in found:
+            found.append(word)
+    return found
