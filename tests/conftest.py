@@ -1,12 +1,21 @@
-"""Shared fixtures: a real ``redis-server`` for the session-store and Celery tests."""
+"""Shared fixtures: a real ``redis-server`` for the session-store and Celery tests; Ctrl-C as
+the signal tests need it."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from tests.redis_server import redis_server
+
+# A suite started in the background by a shell without job control (``pytest &`` in a script)
+# inherits SIGINT ignored, and so would every CLI child it starts: Python keeps an ignored SIGINT
+# ignored, so the Ctrl-C tests' children would never see their signal. A Python handler is reset
+# to the default on exec, so the children get Ctrl-C as a user's terminal gives it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
