@@ -24,7 +24,7 @@ as long as the server allows it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     import requests as _requests  # noqa: F401  (only to turn its absence into a clear error)
@@ -45,11 +45,37 @@ from ..model import ModelClient
 from ..net.urls import check_base_url
 from ._config import HTTPSettings
 from ._retry import RetryPolicy
-from .anthropic import AnthropicClient
-from .bedrock import BedrockClient
-from .gemini import GeminiClient
-from .openai import OpenAIChatClient
-from .responses import OpenAIResponsesClient
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicClient
+    from .bedrock import BedrockClient
+    from .gemini import GeminiClient
+    from .openai import OpenAIChatClient
+    from .responses import OpenAIResponsesClient
+
+# The client classes are imported when first named (PEP 562): a command that uses one provider
+# does not pay for the modules of the others; create_client imports the one it builds.
+_CLIENT_MODULES = {
+    "AnthropicClient": ".anthropic",
+    "BedrockClient": ".bedrock",
+    "GeminiClient": ".gemini",
+    "OpenAIChatClient": ".openai",
+    "OpenAIResponsesClient": ".responses",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The client class ``name``, imported from its module on first use.
+
+    Raises:
+        AttributeError: ``name`` is not a client class of this package.
+    """
+    module = _CLIENT_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "AnthropicClient",
