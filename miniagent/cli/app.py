@@ -31,7 +31,7 @@ from .option_files import regular_files
 from .options import Options, with_options
 from .report import Outcome, error_text
 from .run import command_run
-from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT
+from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT, LOCAL_STDIN_MAX_CHARS
 
 __all__ = ["app", "main", "run_cli"]
 
@@ -109,16 +109,17 @@ def _run(
         ),
     ] = False,
     stdin_max_chars: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--stdin-max-chars",
             min=0,
             metavar="N",
             help="When standard input is a pipe or a file and PROMPT is given, attach at most N "
             "characters of it to the prompt (a note says when it was cut; binary input is refused); "
-            "0: never read it. A terminal or /dev/null is never read.",
+            f"0: never read it. A terminal or /dev/null is never read. Default {DEFAULT_STDIN_MAX_CHARS:,}, "
+            f"{LOCAL_STDIN_MAX_CHARS:,} for the embedded model; never more than --context-max-chars leaves.",
         ),
-    ] = DEFAULT_STDIN_MAX_CHARS,
+    ] = None,
     stdin_wait: Annotated[
         float,
         typer.Option(

@@ -19,7 +19,7 @@ from ..output import OutputSchema
 from ..pending import can_continue
 from ..validation import json_type_name, schema_problem
 from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
-from .defaults import EXIT_ERROR
+from .defaults import EXIT_ERROR, resolve_provider
 from .display import choose_display
 from .logs import configure_logging
 from .options import Options
@@ -27,7 +27,7 @@ from .report import Outcome, fail, output_lost, report_stop, settle
 from .runner import Runner
 from .session_log import record_session
 from .signals import interrupt_exit_code, signal_name
-from .stdin_context import DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT, attach_stdin
+from .stdin_context import DEFAULT_STDIN_WAIT, attach_stdin, stdin_cap
 
 __all__ = ["command_run"]
 
@@ -95,7 +95,7 @@ def command_run(
     output_schema: Path | None = None,
     *,
     continuing: bool = False,
-    stdin: tuple[int, float] = (DEFAULT_STDIN_MAX_CHARS, DEFAULT_STDIN_WAIT),
+    stdin: tuple[int | None, float] = (None, DEFAULT_STDIN_WAIT),
 ) -> Outcome:
     """Run ``prompt`` once and report it; with ``output_schema`` (``--output-schema FILE``) the
     answer must be valid JSON against that schema and stdout gets only that JSON, on one line.
@@ -122,7 +122,9 @@ def command_run(
         piped = prompt == "-"
         prompt = read_prompt(prompt)
         if not piped:
-            prompt = attach_stdin(prompt, max_chars=stdin[0], wait=stdin[1], approve=options.approve)
+            provider = resolve_provider(options.provider, base_url=options.base_url)
+            cap = stdin_cap(stdin[0], provider, len(prompt), options.context_max_chars)
+            prompt = attach_stdin(prompt, max_chars=cap, wait=stdin[1], approve=options.approve)
         check_prompt_fits(prompt, options.context_max_chars)
     display = choose_display(options, chat=False, output=output)
     schema = output.schema if output is not None else None

@@ -29,9 +29,41 @@ from typing import IO, Any
 
 from .checks import UsageProblem
 
-__all__ = ["DEFAULT_STDIN_MAX_CHARS", "DEFAULT_STDIN_WAIT", "attach_stdin", "context_source", "read_context"]
+__all__ = [
+    "DEFAULT_STDIN_MAX_CHARS",
+    "DEFAULT_STDIN_WAIT",
+    "LOCAL_STDIN_MAX_CHARS",
+    "attach_stdin",
+    "context_source",
+    "read_context",
+    "stdin_cap",
+]
 
 DEFAULT_STDIN_MAX_CHARS = 100_000
+LOCAL_STDIN_MAX_CHARS = 6_000
+"""The default cap for the embedded model, whose context holds 4,096 tokens: 100,000
+characters of a piped log overflowed it (HTTP 400 from llama.cpp, exit 1)."""
+CONTEXT_MARGIN_CHARS = 200
+"""Room left for the block's tags and note when ``--context-max-chars`` bounds the cap."""
+
+
+def stdin_cap(max_chars: int | None, provider: str, prompt_chars: int, context_max_chars: int | None) -> int:
+    """How many characters of standard input to attach: ``max_chars`` (``--stdin-max-chars``)
+    when given, else ``LOCAL_STDIN_MAX_CHARS`` for the ``local`` provider and
+    ``DEFAULT_STDIN_MAX_CHARS`` for the others; never more than what leaves the prompt within
+    ``--context-max-chars`` (when given), so a long input is cut to fit instead of refused."""
+    cap = (
+        max_chars
+        if max_chars is not None
+        else LOCAL_STDIN_MAX_CHARS
+        if provider == "local"
+        else DEFAULT_STDIN_MAX_CHARS
+    )
+    if context_max_chars is not None:
+        cap = min(cap, max(0, context_max_chars - prompt_chars - CONTEXT_MARGIN_CHARS))
+    return cap
+
+
 DEFAULT_STDIN_WAIT = 10.0
 _CHUNK = 65536
 

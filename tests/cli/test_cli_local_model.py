@@ -17,14 +17,17 @@ import pytest
 from tests.cli_helpers import cli_command, cli_env
 
 
-def run_cli(args: list[str], tmp_path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: list[str], tmp_path: Path, timeout: float, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """The CLI as a user without API keys runs it (the default provider is the embedded model),
-    stdin not a terminal."""
+    stdin not a terminal (``stdin``: a pipe carrying it, else /dev/null)."""
     env = cli_env(tmp_path)
     env.pop("OPENAI_API_KEY")  # cli_env's test key would choose the openai provider
     return subprocess.run(
         cli_command(args),
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         env=env,
@@ -66,3 +69,12 @@ def test_a_line_count_succeeds_with_read_only_approval(tmp_path: Path, examples:
     result = run_cli(args, tmp_path, timeout=850)
     assert result.returncode == 0, result.stderr
     assert '"1 notes.txt"' in result.stdout and "refused" not in result.stderr
+
+
+def test_a_piped_text_is_quoted_and_its_words_are_not_the_request(tmp_path: Path, examples: Path) -> None:
+    """Found by a new user: the piped notes' "copy config.txt to backup.txt" refused "summarise
+    this" as a two-step request, and a short text made the model read a file named "this"."""
+    notes = "Meeting notes: we will copy config.txt to backup.txt on Friday.\n"
+    result = run_cli(["run", "--workspace", "examples", "summarise this"], tmp_path, timeout=850, stdin=notes)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith('It says: "Meeting notes: we will copy config.txt'), result.stdout

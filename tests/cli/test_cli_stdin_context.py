@@ -173,3 +173,25 @@ def test_the_cap_counts_characters_and_a_character_split_between_reads_is_whole(
     assert whole.returncode == EXIT_OK and cut.returncode == EXIT_OK, whole.stderr + cut.stderr
     assert _user_text(server, 0) == f"count\n\n<stdin>\n{text}\n</stdin>"
     assert _user_text(server, 1).startswith(f"count\n\n<stdin>\n{'a' * 65535}€éé\n[cut: only the first 65538")
+
+
+def test_the_cap_fits_the_embedded_model_and_the_context_budget() -> None:
+    # Found by a new user: `git log -20 | miniagent run --provider local ...` overflowed the
+    # embedded model's 4,096-token context (HTTP 400, exit 1), and --context-max-chars 8000
+    # refused a long piped input instead of cutting it to fit.
+    from miniagent.cli.stdin_context import DEFAULT_STDIN_MAX_CHARS, LOCAL_STDIN_MAX_CHARS, stdin_cap
+
+    assert stdin_cap(None, "openai", 20, None) == DEFAULT_STDIN_MAX_CHARS
+    assert stdin_cap(None, "local", 20, None) == LOCAL_STDIN_MAX_CHARS < 10_000
+    assert stdin_cap(50_000, "local", 20, None) == 50_000  # the user's own cap wins
+    assert stdin_cap(None, "openai", 1_000, 8_000) == 8_000 - 1_000 - 200
+    assert stdin_cap(None, "openai", 7_900, 8_000) == 0
+
+
+def test_a_long_input_is_cut_to_fit_the_context_budget(tmp_path: Path, workspace: Path) -> None:
+    with FakeOpenAI([text_turn("ok")]) as server:
+        args = ["run", *model_args(server, workspace), "--context-max-chars", "8000", "sum up"]
+        done = run_cli(args, tmp_path, input="x" * 100_000)
+    assert done.returncode == EXIT_OK, done.stderr
+    sent = _user_text(server)
+    assert sent.startswith("sum up\n\n<stdin>\n") and len(sent) <= 8_000

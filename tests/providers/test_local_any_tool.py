@@ -173,3 +173,36 @@ def test_content_copied_into_a_file_is_never_a_file_name(builtin: list[ToolSpec]
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
     content = next(body for name, body in rules.items() if name.endswith("-content"))
     assert "prose" in content and "greeting.txt" not in rules["prose"]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # Found by a new user: both edited the word in fruits.txt into the text "fruits.txt" (exit 0).
+        "Write the word banana to fruits.txt",
+        "Change banana in fruits.txt",
+        "In config.ini, replace the word Hilltop with Valley.",
+    ],
+)
+def test_an_edit_never_writes_a_file_name_as_the_new_text(builtin: list[ToolSpec], request_text: str) -> None:
+    demo = local_prompt.nearest_demo(request_text, builtin)
+    grammar = turn_grammar([Message("user", request_text)], builtin, demo)
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
+    for name, body in rules.items():
+        if name.endswith(("-content", "-new-text", "-new_text")):
+            assert " file " not in f" {body} " and "prose" in body, (name, body)
+    assert all(not word.endswith((".txt", ".ini")) for word in rules.get("prose", "").split(" | "))
+
+
+def test_a_piped_text_is_quoted_and_never_read_as_the_request(builtin: list[ToolSpec]) -> None:
+    # Found by a new user: "summarise this" with piped notes naming config.txt and backup.txt was
+    # refused as a two-step request, and a short piped text made the model read a file "this".
+    from miniagent.providers.local.prompt import last_request
+
+    notes = "Meeting notes: we will copy config.txt to backup.txt on Friday."
+    piped = f"summarise this\n\n<stdin>\n{notes}\n</stdin>"
+    messages = [Message("user", piped)]
+    assert last_request(messages) == "summarise this"
+    grammar = turn_grammar(messages, builtin, local_prompt.nearest_demo(last_request(messages), builtin))
+    assert "I cannot do that in one step" not in grammar and "<tool_call>" not in grammar
+    assert "It says: " in grammar and "Meeting notes" in grammar

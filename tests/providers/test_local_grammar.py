@@ -56,8 +56,8 @@ def test_a_demo_argument_copied_from_its_request_is_a_run_of_the_requests_words(
 ) -> None:
     grammar = _grammar(specs, Message("user", "In config.ini, replace the word Hilltop with Valley."))
     assert '\\"edit_file\\"' in grammar and _rule(grammar, "root") == "root ::= call"
-    run = 'word ( " " word ){0,7}'
-    for name in ("old-text", "new-text"):
+    for name, unit in (("old-text", "word"), ("new-text", "prose")):  # new text is never a file name
+        run = f'{unit} ( " " {unit} ){{0,7}}'
         assert _rule(grammar, f"args2-{name}") == f'args2-{name} ::= "\\"" {run} "\\""'
     assert '"Hilltop"' in _rule(grammar, "word") and '"Valley"' in _rule(grammar, "word")
     assert "char" not in _rule(grammar, "word")  # never a free string

@@ -39,7 +39,7 @@ from ...model import ToolSpec
 from ...output import is_feedback
 from .any_tool import call_spec
 from .demos import OPENERS, OTHER_OPENER, Demo
-from .prompt import last_request
+from .prompt import attached_text, last_request
 from .steps import WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
 from .words import file_names, is_file_name, split_words
@@ -68,8 +68,10 @@ QUOTE_CHARS = 240
 QUOTE_LINES = 40
 """Most lines of one tool result offered for quoting (the first ones)."""
 
-CONTENT_KEYS = frozenset(["content"])
-"""Arguments that are a file's new content: copied words of them are never file names."""
+CONTENT_KEYS = frozenset(["content", "new_text"])
+"""Arguments that are a file's new content (``write_file``'s ``content``, ``edit_file``'s
+``new_text``): copied words of them are never file names ("Write the word banana to fruits.txt"
+edited banana into "fruits.txt", measured)."""
 
 FAILED = "It failed: "
 FILE = "\x00file"
@@ -141,6 +143,9 @@ def turn_grammar(
             return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
         again = [] if _failed_twice(messages) else _unguessed(tools, request, demo=True)
         return call_grammar(again, copy_words(request), answer=("quote", FAILED, last.content))
+    attached = attached_text(last)
+    if attached is not None and output_schema is None and not file_names(request):
+        return answer_grammar(attached, "read_file")  # a text given with the request: quoted from it
     if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
         demo = None  # a write needs the file the request names: never a guessed one
     two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
@@ -480,7 +485,7 @@ class _Grammar:
             return self.schema(schema, name, depth)
         unit = "prose" if key in CONTENT_KEYS else "word"  # content is never a file name
         run = f'{unit} ( " " {unit} ){{0,{COPY_WORDS - 1}}}' if "word" in self.rules else "char{1,200}"
-        file = "file" if "file" in self.rules else run
+        file = "file" if "file" in self.rules and key not in CONTENT_KEYS else run
         parts = [run if part is None else file if part == FILE else _literal(part) for part in template]
         return self.add(name, '"\\"" ' + ' " " '.join(parts or ['""']) + ' "\\""')
 
