@@ -70,7 +70,9 @@ __all__ = [
 
 PROFILE_ENV = "MINIAGENT_PROFILE"
 PROJECT_FILE = "miniagent.toml"
-NO_KEY = frozenset({"help", "profile"})
+NO_KEY = frozenset({"help", "profile", "continue"})
+"""Options that are no setting: ``--continue`` is what one run does (in a file, every run with a
+prompt failed, exit 64), ``--profile`` chooses the files' table."""
 META = "miniagent.config"  # ctx.meta key: {param name: Setting} of what the files gave
 _BARE = r"[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'"
 _KEY_LINE = rf"^\s*((?:{_BARE})(?:\s*\.\s*(?:{_BARE}))*)\s*="  # compiled on a parse only (re caches)

@@ -190,9 +190,8 @@ class Runner:
             self.display.idle()
         if self.parts is None:  # --timeout while it was starting (the thread is abandoned)
             _stop_started()
-            raise TimedOut(
-                f"--timeout {options.timeout:g}: the MCP servers and the model did not start in time"
-            )
+            starting = "the MCP servers and the model" if options.mcp_config else "the model"
+            raise TimedOut(f"--timeout {options.timeout:g}: {starting} did not start in time")
         check_price(options, self.parts.client)
         self.tracing = start_tracing(self.display.status)
 

@@ -47,7 +47,7 @@ def test_every_option_of_run_and_chat_has_a_key_spelled_as_its_flag() -> None:
         command = group.commands[name]  # type: ignore[attr-defined]
         keys = option_keys(command)
         flags = {opt[2:] for p in command.params for opt in p.opts[:1] if opt.startswith("--")}
-        assert set(keys) == flags - {"help", "profile"}
+        assert set(keys) == flags - {"help", "profile", "continue"}  # actions, not settings
         assert "max-turns" in keys and "max_turns" not in keys
 
 
@@ -222,3 +222,12 @@ def test_a_file_anyone_may_write_or_another_user_owns_is_refused(tmp_path: Path)
     os.chown(path, 65534, -1)
     foreign = run_cli(["run", "hi"], tmp_path)
     assert foreign.returncode == EXIT_USAGE and f"{path}: owned by another user (uid 65534)" in foreign.stderr
+
+
+def test_continue_is_no_setting(tmp_path: Path) -> None:
+    # Found by a new user: `continue = true` at the top level was accepted, then every run with a
+    # prompt failed (exit 64: "--continue goes on without a new prompt").
+    path = _project_file(tmp_path, "continue = true\n")
+    refused = run_cli(["config", "show"], tmp_path)
+    assert refused.returncode == EXIT_USAGE
+    assert f"{path}:1: " in refused.stderr and "continue" in refused.stderr

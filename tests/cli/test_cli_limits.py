@@ -99,7 +99,8 @@ def test_timeout_while_the_model_starts_exits_124(tmp_path: Path) -> None:
     )
     assert done.returncode == 124, done.stderr
     assert json_lines(done.stdout)[-1]["exit_code"] == 124
-    assert "did not start in time" in done.stderr
+    # Found by a new user: it blamed "the MCP servers and the model" with no MCP server configured.
+    assert "--timeout 0.5: the model did not start in time" in done.stderr
 
 
 def test_verbose_and_log_file_say_what_happened_without_keys(tmp_path: Path, workspace: Path) -> None:
