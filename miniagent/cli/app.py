@@ -310,7 +310,7 @@ def _decide(path: Path, call_id: str, approved: bool, reason: str) -> int:
     from .terminal import neutralise
 
     try:
-        record_decision(path, valid_text(call_id), approved, valid_text(reason))
+        earlier = record_decision(path, valid_text(call_id), approved, valid_text(reason))
     except ValueError as error:
         _print_error(str(error))
         return EXIT_USAGE
@@ -318,6 +318,8 @@ def _decide(path: Path, call_id: str, approved: bool, reason: str) -> int:
         _print_error(error_text(error))
         return EXIT_ERROR
     word = "approved" if approved else "denied"
+    if earlier is not None:  # the last decision counts: say so, it may be a slip
+        word = f"{word} (it was {earlier}: the last decision counts)"
     sys.stderr.write(
         f"miniagent: {neutralise(call_id)} {word}; go on with: miniagent run --session "
         f"{neutralise(str(path))} --continue\n"
@@ -418,8 +420,9 @@ def _run_app(argv: Sequence[str] | None) -> Outcome:
             prog_name="miniagent",
             standalone_mode=False,
         )
-    except UsageProblem as error:
-        _print_error(f"{error} (see 'miniagent --help')")
+    except UsageProblem as error:  # a configuration file's problem names its file and line instead
+        hint = "" if type(error).__name__ == "ConfigProblem" else " (see 'miniagent --help')"
+        _print_error(f"{error}{hint}")
         return Outcome(EXIT_USAGE)
     except usage_error as error:
         if type(error).__name__ == "NoArgsIsHelpError":  # ``miniagent`` alone: the whole help

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import SessionError
 from ..messages import Message, Summary, ToolCall
-from ..pending import decide, open_calls
+from ..pending import decide, decisions, open_calls
 from ..session import JSONLSession, holds_record, session_lines
 
 __all__ = [
@@ -70,9 +70,13 @@ def list_pending(path: Path) -> list[PendingCall]:
     return listed
 
 
-def record_decision(path: Path, call_id: str, approved: bool, reason: str = "") -> None:
+def record_decision(path: Path, call_id: str, approved: bool, reason: str = "") -> str | None:
     """Record that the pending call ``call_id`` of the session at ``path`` may run (``approved``)
-    or is refused (with ``reason``).
+    or is refused (with ``reason``); a later decision for a call replaces its earlier one.
+
+    Returns:
+        The call's earlier decision that this one replaces (``"approved"`` or ``"denied"``), or
+        ``None``.
 
     Raises:
         ValueError: ``call_id`` is not a pending call of the session (the text lists them).
@@ -82,7 +86,9 @@ def record_decision(path: Path, call_id: str, approved: bool, reason: str = "") 
     if not path.is_file():
         raise SessionError(path, "no such session file")
     with JSONLSession(path) as store:
+        earlier = decisions(store.load()).get(call_id)
         decide(store, call_id, approved, reason)
+    return None if earlier is None else "approved" if earlier.approved else "denied"
 
 
 def pop_last_exchange(path: Path) -> list[Message]:

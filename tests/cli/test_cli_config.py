@@ -231,3 +231,11 @@ def test_continue_is_no_setting(tmp_path: Path) -> None:
     refused = run_cli(["config", "show"], tmp_path)
     assert refused.returncode == EXIT_USAGE
     assert f"{path}:1: " in refused.stderr and "continue" in refused.stderr
+
+
+def test_a_file_problem_points_at_the_file_not_at_the_help(tmp_path: Path) -> None:
+    # Found by a new user: every configuration-file error ended "(see 'miniagent --help')".
+    path = _project_file(tmp_path, "max_turns = 3\n")
+    refused = run_cli(["run", "hi"], tmp_path)
+    assert refused.returncode == EXIT_USAGE and f"{path}:1: " in refused.stderr
+    assert "--help" not in refused.stderr

@@ -92,7 +92,14 @@ def test_defer_approve_deny_continue_runs_exactly_the_approved_call_once(
             == EXIT_OK
         )
         assert run_cli_in_process(["session", "approve", str(session), "call_ls"]) == EXIT_USAGE  # it ran
-        capsys.readouterr()
+        # Found by a new user: a second decision replaced the first without a word.
+        assert run_cli_in_process(["session", "approve", str(session), "call_write"]) == EXIT_OK
+        assert "call_write approved (it was denied: the last decision counts)" in capsys.readouterr().err
+        assert (
+            run_cli_in_process(["session", "deny", str(session), "call_write", "--reason", "not now"])
+            == EXIT_OK
+        )
+        assert "(it was approved: the last decision counts)" in capsys.readouterr().err
         assert run_cli_in_process(["session", "pending", "--json", str(session)]) == EXIT_OK
         decided = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         assert [(d["id"], d["decision"], d["reason"]) for d in decided] == [
