@@ -7,6 +7,8 @@ user info or a query (they may hold credentials).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from .._text import undecodable_replaced
@@ -24,6 +26,7 @@ __all__ = [
     "check_prompt_fits",
     "valid_text",
 ]
+
 
 def check_options(options: Options) -> None:
     """Refuse option values and combinations that cannot work, before anything starts.
@@ -120,3 +123,24 @@ def check_prompt_fits(prompt: str, context_max_chars: int | None) -> None:
 def valid_text(text: str) -> str:
     """Replace what was undecodable in argv or stdin (surrogate escapes) with U+FFFD."""
     return undecodable_replaced(text)
+
+
+def own_files_in_workspace(options: Options, stdout_fd: int = 1) -> list[str]:
+    """The files this command writes that lie inside ``--workspace``: the ``--session`` file and
+    the file stdout is redirected to (read from ``/proc/self/fd``, Linux only). The built-in
+    tools would show them to the model like any other file (a half-written ``run.jsonl`` in the
+    project answered "Which files mention TODO?" with itself), so the CLI says so on stderr.
+
+    Returns:
+        Each such path as given (stdout's as the kernel names it), the session's first.
+    """
+    workspace = (options.workspace or Path.cwd()).resolve()  # absolute after Options is built
+    session = options.session
+    candidates = [Path(session)] if session is not None else []
+    try:
+        target = Path(os.readlink(f"/proc/self/fd/{stdout_fd}"))  # "pipe:[...]" for a pipe
+    except OSError:  # no /proc
+        target = None
+    if target is not None and target.is_absolute() and target.is_file():
+        candidates.append(target)
+    return [str(path) for path in candidates if path.resolve().is_relative_to(workspace)]

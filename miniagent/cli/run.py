@@ -18,7 +18,7 @@ from ..agent import RunResult
 from ..output import OutputSchema
 from ..pending import can_continue
 from ..validation import json_type_name, schema_problem
-from .checks import UsageProblem, check_options, check_prompt_fits, valid_text
+from .checks import UsageProblem, check_options, check_prompt_fits, own_files_in_workspace, valid_text
 from .defaults import EXIT_ERROR, resolve_provider
 from .display import choose_display
 from .logs import configure_logging
@@ -28,6 +28,7 @@ from .runner import Runner
 from .session_log import record_session
 from .signals import interrupt_exit_code, signal_name
 from .stdin_context import DEFAULT_STDIN_WAIT, attach_stdin, stdin_cap
+from .terminal import neutralise
 
 __all__ = ["command_run"]
 
@@ -126,6 +127,10 @@ def command_run(
             cap = stdin_cap(stdin[0], provider, len(prompt), options.context_max_chars)
             prompt = attach_stdin(prompt, max_chars=cap, wait=stdin[1], approve=options.approve)
         check_prompt_fits(prompt, options.context_max_chars)
+    for path in own_files_in_workspace(options):
+        sys.stderr.write(
+            f"miniagent: note: {neutralise(path)} is inside the workspace: the model's tools see it too\n"
+        )
     display = choose_display(options, chat=False, output=output)
     schema = output.schema if output is not None else None
     runner = Runner(options, display, output_schema=schema, continuing=continuing)

@@ -74,3 +74,41 @@ def test_the_scripted_client_counts_its_turns_in_words() -> None:
     list(two.stream(request))
     with pytest.raises(AssertionError, match=r"but only 2 turns are scripted$"):
         list(two.stream(request))
+
+
+def test_files_the_command_writes_inside_the_workspace_are_named_on_stderr(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # Found by a new user: `... > run.jsonl` and a session in the project made the model's own
+    # search answer "Which files mention TODO?" with the half-written output and session.
+    import subprocess
+
+    from tests.cli_helpers import cli_command, cli_env
+
+    inside, outside = workspace / "out.jsonl", tmp_path / "out.jsonl"
+    with FakeOpenAI([text_turn("ok"), text_turn("ok")]) as server:
+        for target, session in ((inside, workspace / "s.jsonl"), (outside, tmp_path / "s.jsonl")):
+            args = ["run", *model_args(server, workspace), "--session", str(session), "--json", "hi"]
+            with target.open("w") as stdout:
+                done = subprocess.run(
+                    cli_command(args),
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=cli_env(tmp_path),
+                    cwd=tmp_path,
+                    timeout=60,
+                    check=False,
+                )
+            assert done.returncode == 0, done.stderr
+            notes = [line for line in done.stderr.splitlines() if "is inside the workspace" in line]
+            if target == inside:
+                seen = "is inside the workspace: the model's tools see it too"
+                assert notes == [
+                    f"miniagent: note: {workspace / 's.jsonl'} {seen}",
+                    f"miniagent: note: {inside} {seen}",
+                ]
+            else:
+                assert notes == []
+    assert json_lines(inside.read_text())[-1]["stop_reason"] == "complete"
