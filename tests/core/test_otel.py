@@ -270,6 +270,21 @@ def test_a_client_without_model_or_url_still_gets_named_spans(exporter: Any) -> 
     assert run["gen_ai.provider.name"] == "scriptedclient"
 
 
+def test_the_embedded_model_names_its_model_on_the_request_span(exporter: Any) -> None:
+    # Found by a new user: the embedded model's request span was named just "chat".
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from miniagent.providers.local.client import LocalModelClient
+
+    server = SimpleNamespace(model_path=Path("/cache/SmolLM2-135M-Instruct-Q8_0.gguf"), running=True)
+    client = LocalModelClient(server, ScriptedClient([["hi"]]), api="openai")  # type: ignore[arg-type]
+    result = run_agent(client=client, system="", tools=[], user="x", max_turns=1, tracer=_tracer(exporter))
+    assert result.stop_reason == "complete"
+    [chat] = _by_name(exporter.get_finished_spans())["chat SmolLM2-135M-Instruct-Q8_0"]
+    assert (chat.attributes or {})["gen_ai.request.model"] == "SmolLM2-135M-Instruct-Q8_0"
+
+
 def test_the_compaction_summary_request_is_a_chat_span_too(exporter: Any) -> None:
     from miniagent import Compaction, ToolResult
     from tests.window_model import WindowModel

@@ -53,6 +53,12 @@ class LocalModelClient:
         events: Iterable[ModelEvent] = self._client.stream(request)
         yield from events
 
+    @property
+    def model(self) -> str:
+        """The model's name: its GGUF file's name without ``.gguf`` (what traces and logs name,
+        as ``model`` of the HTTP clients)."""
+        return self.server.model_path.name.removesuffix(".gguf")
+
     def can_price(self) -> bool:
         """``True``: the embedded model costs nothing (its clients price with ``LOCAL_PRICES``,
         so a cost budget is never refused for it)."""
