@@ -27,6 +27,7 @@ import stat
 import sys
 from typing import IO, Any
 
+from .._attached import attach
 from .checks import UsageProblem
 
 __all__ = [
@@ -159,5 +160,4 @@ def attach_stdin(prompt: str, *, max_chars: int, wait: float, approve: str | Non
         note = f"\n[cut: only the first {max_chars} characters of standard input are attached]"
     elif stopped == "idle":
         note = f"\n[standard input sent nothing for {wait:g} s and was not closed: what came until then]"
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{prompt}\n\n<stdin>\n{body.rstrip(chr(10))}{note}\n</stdin>"
+    return attach(prompt, text.rstrip("\n") + note)

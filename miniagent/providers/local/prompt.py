@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..._attached import split_attached
 from ...messages import Message
 from ...model import ToolSpec
 from .any_tool import nearest_tool
@@ -165,25 +166,20 @@ def _cut(text: str) -> str:
     return f"{text[:TOOL_RESULT_CHARS]}\n[... {len(text) - TOOL_RESULT_CHARS} more characters not shown]"
 
 
-ATTACHED = re.compile(r"\n\n<stdin>\n(.*)\n</stdin>\Z", re.S)
-"""A text the CLI attached to the prompt (its standard input: ``cli.stdin_context``)."""
-
-
 def last_request(messages: Sequence[Message]) -> str:
     """The text of the last user message of ``messages`` (``""`` without one), without a text
-    attached to it (``ATTACHED``): the request's words choose the demo and its guards, never the
+    attached to it (``_attached``): the request's words choose the demo and its guards, never the
     words of a piped log ("we will copy config.txt to backup.txt" refused a summary as a
     two-step request)."""
     text = next((m.content for m in reversed(messages) if m.role == "user"), "")
-    return ATTACHED.sub("", text)
+    return split_attached(text)[0]
 
 
 def attached_text(message: Message | None) -> str | None:
-    """The text attached to ``message`` when it is a user message with one (``ATTACHED``)."""
+    """The text attached to ``message`` when it is a user message with one (``_attached``)."""
     if message is None or message.role != "user":
         return None
-    found = ATTACHED.search(message.content)
-    return found.group(1) if found else None
+    return split_attached(message.content)[1]
 
 
 def render(
