@@ -28,7 +28,11 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["is_openai_reasoning_model", "limit_field", "openai_host", "sends_temperature"]
+from .._log import Logger
+
+__all__ = ["is_openai_reasoning_model", "limit_field", "openai_host", "sends_temperature", "temperature_sent"]
+
+_log = Logger("miniagent.providers")
 
 _REASONING_MODEL = re.compile(r"(?:o[134](?:-|$)|gpt-5(?![.\d]*-chat))", re.IGNORECASE)
 _AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
@@ -61,3 +65,12 @@ def sends_temperature(model: str, base_url: str, temperature: float) -> bool:
         return True
     reasoning = is_openai_reasoning_model(model.rsplit("/", 1)[-1] if openai_host(base_url) else model)
     return not reasoning
+
+
+def temperature_sent(provider: str, model: str, base_url: str, temperature: float | None) -> float | None:
+    """``temperature`` when the request may carry it (``sends_temperature``), else ``None`` with a
+    warning naming ``provider`` and the model (the OpenAI clients' constructors)."""
+    if temperature is None or sends_temperature(model, base_url, temperature):
+        return temperature
+    _log.warning("%s: temperature %s not sent: %s accepts only the default", provider, temperature, model)
+    return None

@@ -35,13 +35,14 @@ class HTTPClient:
 
     Subclasses set ``_provider`` (the name every error text of the instance starts with: its
     transport's and its stream mapper's), ``_key_env`` (the environment variable of the key),
-    optionally ``_default_headers`` (sent unless ``headers`` override them), and implement
-    ``_auth_headers``; a client with another way to authenticate than a key overrides
-    ``_resolve_key``. Error texts name library settings (``stream_timeout``), never a CLI
-    option: the CLI words its own advice by the error's ``kind``. Prices: a subclass names the
-    price table's provider of its official API (``_price_table``) and that API's hosts
-    (``_official_hosts``; an entry starting with ``.`` matches a suffix), and calls
-    ``_set_prices(prices)`` once its ``model`` and ``base_url`` are final.
+    optionally ``_default_headers`` (sent unless ``headers`` override them), and override
+    ``_auth_headers`` when the key does not go as a bearer token; a client with another way to
+    authenticate than a key overrides ``_resolve_key``. Error texts name library settings
+    (``stream_timeout``), never a CLI option: the CLI words its own advice by the error's
+    ``kind``. Prices: a subclass names the price table's provider of its official API
+    (``_price_table``) and that API's hosts (``_official_hosts``; an entry starting with ``.``
+    matches a suffix), and calls ``_set_prices(prices)`` once its ``model`` and ``base_url``
+    are final.
     """
 
     _provider: ClassVar[str]
@@ -89,8 +90,9 @@ class HTTPClient:
         )
 
     def _auth_headers(self, key: str) -> dict[str, str]:
-        """The headers that carry ``key``."""
-        raise NotImplementedError
+        """The headers that carry ``key``: ``Authorization: Bearer`` unless the API says
+        otherwise (Anthropic's ``x-api-key``, Gemini's ``x-goog-api-key``, Azure's)."""
+        return {"Authorization": f"Bearer {key}"}
 
     def _set_prices(self, prices: Mapping[str, float] | None) -> None:
         """Price this client's requests: ``prices`` (US dollars per million tokens) when given,

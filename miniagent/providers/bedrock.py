@@ -132,9 +132,6 @@ class BedrockClient(HTTPClient):
         self._signer = _SigV4(self.region)
         return None
 
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
-
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.

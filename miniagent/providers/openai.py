@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._catalogue import provider
-from .._log import Logger
 from .._text import SurrogateJoiner, join_surrogates
 from ..errors import IncompleteReason, ProviderError
 from ..messages import ToolCall
@@ -30,7 +29,7 @@ from ..model import (
 from ..net.sse import SSEEvent
 from ..usage import Usage
 from ._chat_body import build_chat_body, fits_call_id
-from ._chat_params import limit_field, sends_temperature
+from ._chat_params import limit_field, temperature_sent
 from ._chat_reasoning import TEXT_FIELDS, add_details, chat_origin, closing_block, text_block
 from ._client import HTTPClient
 from ._config import HTTPSettings
@@ -45,9 +44,6 @@ _ROW = provider("openai")
 __all__ = ["OpenAIChatClient", "build_chat_body", "map_chat_stream"]
 
 PROVIDER = "OpenAI"
-
-_log = Logger("miniagent.providers")
-
 
 class OpenAIChatClient(HTTPClient):
     """A ``ModelClient`` for ``POST {base_url}/chat/completions`` with ``stream: true``.
@@ -106,14 +102,7 @@ class OpenAIChatClient(HTTPClient):
         self._set_prices(prices)
         self._origin = chat_origin(self.base_url)
         self._limit_field = limit_field(model, self.base_url)
-        if temperature is not None and not sends_temperature(model, self.base_url, temperature):
-            _log.warning(
-                "%s: temperature %s not sent: %s accepts only the default", self._provider, temperature, model
-            )
-            self.temperature = None
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
+        self.temperature = temperature_sent(self._provider, model, self.base_url, temperature)
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.

@@ -14,11 +14,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .._catalogue import provider
-from .._log import Logger
 from ..model import ModelEvent, ModelRequest
 from ..net.sse import SSEEvent
 from ._chat_body import fits_call_id
-from ._chat_params import is_openai_reasoning_model, sends_temperature
+from ._chat_params import is_openai_reasoning_model, temperature_sent
 from ._client import HTTPClient
 from ._config import HTTPSettings
 from ._history import WireIds
@@ -28,8 +27,6 @@ from ._responses_stream import map_responses_stream
 __all__ = ["REASONING_EFFORTS", "REASONING_SUMMARIES", "OpenAIResponsesClient", "map_responses_stream"]
 
 _ROW = provider("openai-responses")
-_log = Logger("miniagent.providers")
-
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 """The values of ``reasoning.effort`` the API documents (each model takes some of them)."""
 
@@ -102,14 +99,7 @@ class OpenAIResponsesClient(HTTPClient):
         self.encrypted_reasoning = encrypted_reasoning
         self._origin = responses_origin(self.base_url)
         self._set_prices(prices)
-        if temperature is not None and not sends_temperature(model, self.base_url, temperature):
-            _log.warning(
-                "%s: temperature %s not sent: %s accepts only the default", self._provider, temperature, model
-            )
-            self.temperature = None
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
+        self.temperature = temperature_sent(self._provider, model, self.base_url, temperature)
 
     def stream(self, request: ModelRequest) -> Iterator[ModelEvent]:
         """Stream one assistant turn for ``request``.
