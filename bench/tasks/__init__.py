@@ -394,15 +394,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tasks", description=__doc__)
     parser.add_argument("--api", default="native", choices=("native", "openai", "anthropic"))
     parser.add_argument("--task", default="", help="run only this task")
-    parser.add_argument("--set", default="all", choices=("all", "tuned", "held-out"), help="which tasks")
+    parser.add_argument(
+        "--set", default="all", choices=("all", "tuned", "held-out", "dev", "blind"), help="which tasks"
+    )
     args = parser.parse_args(argv)
+    from .blind import BLIND_TASKS  # they import this module's Task and checks
+    from .dev import DEV_TASKS
+
     chosen = {
-        "all": ALL_TASKS,
+        "all": (*ALL_TASKS, *DEV_TASKS),  # the blind set runs only when named
         "tuned": TUNED,
         "held-out": HELD_OUT,
+        "dev": DEV_TASKS,
+        "blind": BLIND_TASKS,
     }[args.set]
     outcomes, start = run_suite(args.api, args.task, tasks=chosen)
-    for label, tasks in (("tuned", TUNED), ("held-out", HELD_OUT)):
+    sets = (("tuned", TUNED), ("held-out", HELD_OUT), ("dev", DEV_TASKS), ("blind", BLIND_TASKS))
+    for label, tasks in sets:
         passed, ran, seconds = _score(outcomes, tasks)
         if ran:
             print(f"{label}: {passed} of {ran} passed; {seconds:.0f} s of tasks")

@@ -67,8 +67,25 @@ def _resolve_file(workspace: Workspace, path: str) -> tuple[Path, str] | ToolRes
     if resolved.is_dir():
         return _error(f"{shown} is a folder, not a file (use list_dir)")
     if not os.path.lexists(resolved):
-        return _error(f"file not found: {shown}")
+        near = [workspace.display(p) for p in _near_names(resolved)]
+        return _error(f"file not found: {shown}" + (f" (did you mean {' or '.join(near)}?)" if near else ""))
     return resolved, shown
+
+
+def _near_names(missing: Path, most: int = 3) -> list[Path]:
+    """Files beside ``missing`` a user may have meant: the same name in other letter case, or
+    with an extension (``README`` -> ``README.md``); at most ``most``, sorted."""
+    wanted = missing.name.lower()
+    try:
+        entries = sorted(os.scandir(missing.parent), key=lambda e: e.name)
+    except OSError:
+        return []
+    found = [
+        missing.parent / e.name
+        for e in entries
+        if (e.name.lower() == wanted or e.name.lower().split(".", 1)[0] == wanted) and e.is_file()
+    ]
+    return found[:most]
 
 
 def _read_existing_file(workspace: Workspace, path: str) -> tuple[Path, str, bytes] | ToolResult:

@@ -172,6 +172,13 @@ def test_content_copied_into_a_file_is_never_a_file_name(builtin: list[ToolSpec]
     grammar = turn_grammar([Message("user", request)], builtin, local_prompt.nearest_demo(request, builtin))
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
     content = next(body for name, body in rules.items() if name.endswith("-content"))
+    assert content == '"\\"good morning\\""'  # the request's span, whole
+    unspanned = "Create a file greeting.txt"  # no text given: copied words, never the file name
+    grammar = turn_grammar(
+        [Message("user", unspanned)], builtin, local_prompt.nearest_demo(unspanned, builtin)
+    )
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
+    content = next(body for name, body in rules.items() if name.endswith("-content"))
     assert "prose" in content and "greeting.txt" not in rules["prose"]
 
 
@@ -190,7 +197,8 @@ def test_an_edit_never_writes_a_file_name_as_the_new_text(builtin: list[ToolSpec
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
     for name, body in rules.items():
         if name.endswith(("-content", "-new-text", "-new_text")):
-            assert " file " not in f" {body} " and "prose" in body, (name, body)
+            assert " file " not in f" {body} " and ("prose" in body or body.startswith('"\\"')), (name, body)
+            assert ".txt" not in body and ".ini" not in body
     assert all(not word.endswith((".txt", ".ini")) for word in rules.get("prose", "").split(" | "))
 
 

@@ -264,6 +264,20 @@ def test_read_file_errors(ws: Path, run: Run) -> None:
     assert run("read_file", path="empty.txt") == ToolResult("(empty.txt is empty)")
 
 
+def test_a_missing_file_names_the_files_a_user_may_have_meant(ws: Path, run: Run) -> None:
+    (ws / "README.md").write_text("# hi\n")
+    (ws / "Notes.txt").write_text("x\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "readme.txt").write_text("y\n")
+    assert run("read_file", path="README").content == "file not found: README (did you mean README.md?)"
+    assert run("read_file", path="notes.txt").content == "file not found: notes.txt (did you mean Notes.txt?)"
+    assert run("read_file", path="sub/README").content == (
+        "file not found: sub/README (did you mean sub/readme.txt?)"
+    )
+    assert run("read_file", path="nowhere/x").content == "file not found: nowhere/x"  # no folder: none
+    assert run("read_file", path="sub").content.endswith("(use list_dir)")  # a folder is never a near file
+
+
 def test_read_binary_file_is_reported_not_dumped(ws: Path, run: Run) -> None:
     (ws / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" + bytes(range(256)) * 10)
     result = run("read_file", path="blob.bin")

@@ -6,18 +6,22 @@ Invariants:
 
   - after a USER message: one tool call. Its tool is the tool of the demo nearest the request
     (``prompt.nearest_demo``) and its arguments have the demo's argument names (plus the
-    tool's required ones); with no demo near, any tool, or an answer that starts with
-    ``steps.refusal`` (the request in its own words) or a greeting (``allow_answer_first`` frees the answer);
-  - after a TOOL RESULT: an answer that quotes the result: the tool's opener (``"It says: "`` for
-    ``read_file``...) and the whole result when it is short, else one line of it followed by
-    ``(one line of N)``, in double quotes (``write_file``/``edit_file``: ``"Done: "`` and the
-    result, unquoted);
+    tool's required ones); with no demo near, no built-in tool is guessed: a tool no demo
+    shows (``@tool``, MCP), or an answer that is ``steps.refusal`` (the request in its own
+    words) or a greeting (``allow_answer_first`` frees the answer and lets any tool be called);
+  - after a TOOL RESULT: an answer that quotes the result (``quotes.answer_grammar``: the
+    tool's opener and the whole result when it is short, else one line of it followed by
+    ``(one line of N)``);
+  - after a FAILED tool result whose error suggests the file meant ("file not found: README
+    (did you mean README.md?)"): the same call with that file;
   - after a FAILED tool result: another call (as after a user message, any tool), or
     ``"It failed: "`` quoting the error.
 
-- A string argument of a call is COPIED: one to ``COPY_WORDS`` words, each a word of the user's
-  request (outer punctuation stripped) or a word the chosen demo's call adds to its own request
-  (``wc``, ``-l``, ``def``), separated by single spaces. The 135M model writes good arguments
+- A string argument of a built-in tool's call is the request's own span when it has one
+  (``spans.call_spans``: the content of a write, the old and new text of an edit, the command
+  in backticks, the folder listed), else COPIED: one to ``COPY_WORDS`` words, each a word of
+  the user's request (outer punctuation stripped) or a word the chosen demo's call adds to its
+  own request (``wc``, ``-l``, ``def``), separated by single spaces. The 135M model writes good arguments
   only when it can copy them; free strings ran away in 3 of 11 tasks (measured).
 - Every grammar is finite: the longest reply is bounded by the words, the quoted lines, or
   ``ANSWER_CHARS``; nothing can loop until the output-token limit.
@@ -38,8 +42,11 @@ from ...messages import Message
 from ...model import ToolSpec
 from ...output import is_feedback
 from .any_tool import call_spec
-from .demos import OPENERS, OTHER_OPENER, Demo
-from .prompt import attached_text, last_request
+from .demos import Demo
+from .prompt import attached_text, demo_tools, last_request
+from .quotes import answer_grammar, quote_rule
+from .quotes import literal as _literal
+from .spans import call_spans
 from .steps import WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
 from .words import file_names, is_file_name, split_words
@@ -61,12 +68,6 @@ SENTENCE_CHARS = 200
 
 COPY_WORDS = 8
 """Most words of one copied string argument."""
-
-QUOTE_CHARS = 240
-"""Longest quote of a tool result: longer lines are cut to this many characters."""
-
-QUOTE_LINES = 40
-"""Most lines of one tool result offered for quoting (the first ones)."""
 
 CONTENT_KEYS = frozenset(["content", "new_text"])
 """Arguments that are a file's new content (``write_file``'s ``content``, ``edit_file``'s
@@ -140,12 +141,15 @@ def turn_grammar(
         if output_schema is not None:
             return call_grammar(tools, copy_words(request), answer=("json", output_schema))
         if not last.is_error:
-            return answer_grammar(last.content, _called_tool(messages, last.tool_call_id))
+            return answer_grammar(last.content, _called_tool(messages, last.tool_call_id), request)
+        retry = _suggested_retry(messages, tools)
+        if retry is not None:
+            return retry
         again = [] if _failed_twice(messages) else _unguessed(tools, request, demo=True)
         return call_grammar(again, copy_words(request), answer=("quote", FAILED, last.content))
     attached = attached_text(last)
     if attached is not None and output_schema is None and not file_names(request):
-        return answer_grammar(attached, "read_file")  # a text given with the request: quoted from it
+        return answer_grammar(attached, "read_file", request)  # a text given with the request: quoted
     if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
         demo = None  # a write needs the file the request names: never a guessed one
     two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
@@ -154,11 +158,14 @@ def turn_grammar(
     if demo is not None and demo.custom:
         return _any_tool_call(tools, demo.tool, request)
     if demo is not None and not allow_answer_first:
-        return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo)
+        spans = call_spans(demo.tool, request)
+        return call_grammar(tools, copy_words(request), only=demo.tool, demo=demo, spans=spans)
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
-    answer = ("free", "") if allow_answer_first else ("first", refusal(request))
-    return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=answer)
+    if not allow_answer_first:  # no demo near: no built-in tool is guessed
+        others = [t for t in _unguessed(tools, request) if t.name not in demo_tools(tools)]
+        return call_grammar(others, copy_words(request), answer=("first", refusal(request)))
+    return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=("free", ""))
 
 
 GUESSED_TOOLS = frozenset(["run_command"])
@@ -174,6 +181,29 @@ def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -
     demo (``demo`` false) ``GUESSED_TOOLS``."""
     left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
     return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
+
+
+_SUGGESTION = re.compile(r"\(did you mean ([^ ()?]+)\?\)$")
+"""A file tool's suggestion after "file not found: README" (``toolbox.files``): one file."""
+
+
+def _suggested_retry(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str | None:
+    """The grammar of the failed call made again with the one ``path`` its error suggests
+    ("file not found: README (did you mean README.md?)"), else ``None``: the tool's own
+    correction, which the model does not make (it quoted the error, measured)."""
+    last = messages[-1]
+    found = _SUGGESTION.search(last.content.strip())
+    calls = [c for m in messages if m.role == "assistant" for c in m.tool_calls]
+    failed = next((c for c in calls if c.id == last.tool_call_id), None)
+    if found is None or failed is None or "path" not in failed.input or _failed_twice(messages):
+        return None
+    spec = next((t for t in tools if t.name == failed.name), None)
+    if spec is None:
+        return None
+    arguments = {**failed.input, "path": found.group(1)}
+    demo = Demo("", spec.name, arguments, "", "")
+    spans = {key: [value] for key, value in arguments.items() if isinstance(value, str)}
+    return call_grammar([spec], list(spans), only=spec.name, demo=demo, spans=spans)
 
 
 def _failed_twice(messages: Sequence[Message]) -> bool:
@@ -239,56 +269,6 @@ def _called_tool(messages: Sequence[Message], call_id: str | None) -> str:
     return ""
 
 
-# --- answers ------------------------------------------------------------------------------------
-
-
-def answer_grammar(result: str, tool: str = "") -> str:
-    """The grammar of an answer to a tool ``result`` of the tool named ``tool``: its opener
-    (``OPENERS``; ``OTHER_OPENER`` for other tools) and a quote: one line of the result or, when it
-    fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces."""
-    opener, quoted = OPENERS.get(tool, (OTHER_OPENER, True))
-    openers = [opener]
-    status = ""
-    if tool == "run_command":
-        result, status = _status(result)
-    return f"root ::= {_quote_rule(openers, result, quoted, status)}\n"
-
-
-_STATUS = re.compile(r"\n?(exit code: (-?\d+)|killed by signal \S+)\s*$")
-"""The status line ``run_command`` ends its result with."""
-
-
-def _status(result: str) -> tuple[str, str]:
-    """(the output, its status to show): a command's status line is not part of the quote; a
-    failure's status is said after it (``exit code: 2``), success's not at all."""
-    found = _STATUS.search(result)
-    if found is None:
-        return result, ""
-    return result[: found.start()], "" if found.group(2) == "0" else found.group(1)
-
-
-def _quote_rule(openers: Sequence[str], result: str, quoted: bool, status: str = "") -> str:
-    """Opener, then a quote: a short result whole (its lines joined by spaces), a longer one
-    line by line (each cut to ``QUOTE_CHARS``, the first ``QUOTE_LINES``). A quote of one line
-    of a longer result says so after it (`` (one line of 100)``; a cut line ``(the first 240
-    characters)``), so nobody takes it for the whole result; a ``status`` (a command's failed
-    exit) comes after that, outside the quote (`` (exit code: 2)``)."""
-    lines = [" ".join(_visible(line).split()) for line in result.splitlines() if line.strip()]
-    whole = " ".join(lines)
-    notes = []
-    if len(whole) <= QUOTE_CHARS:
-        quotes = [whole or "(empty)"]
-    else:
-        quotes = [line[:QUOTE_CHARS].rstrip() for line in lines[:QUOTE_LINES]]
-        notes.append(f"one line of {len(lines)}" if len(lines) > 1 else f"the first {QUOTE_CHARS} characters")
-    if status:
-        notes.append(status)
-    tail = f" {_literal(' (' + '; '.join(notes) + ')')}" if notes else ""
-    start = " | ".join(_literal(o) for o in openers)
-    body = " | ".join(_literal(f'"{q}"' if quoted else q) for q in quotes)
-    return f"( {start} ) ( {body} ){tail}"
-
-
 # --- calls --------------------------------------------------------------------------------------
 
 
@@ -299,6 +279,7 @@ def call_grammar(
     only: str | None = None,
     demo: Demo | None = None,
     answer: tuple[Any, ...] | None = None,
+    spans: dict[str, list[str]] | None = None,
 ) -> str:
     """The grammar of one tool call of ``tools`` (only the tool named ``only``, when given),
     string arguments copied from ``words``, or an answer.
@@ -317,8 +298,10 @@ def call_grammar(
             ``GREETING``;
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
+        spans: with ``only``, per string argument the values it may be (``spans.call_spans``:
+            the request's own words, whole), instead of its template.
     """
-    g = _Grammar(words, _templates(demo) if only is not None else {})
+    g = _Grammar(words, _templates(demo) if only is not None else {}, spans if only is not None else {})
     calls = []
     for index, spec in enumerate(tools):
         if only is not None and spec.name != only:
@@ -357,7 +340,7 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
         return f"{_literal(answer[1])} | {_literal(GREETING)}"
     if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
         return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
-    return _quote_rule([answer[1]], answer[2], True)
+    return quote_rule([answer[1]], answer[2], True)
 
 
 def _templates(demo: Demo | None) -> dict[str, list[str | None]]:
@@ -422,9 +405,13 @@ class _Grammar:
     of the properties."""
 
     def __init__(
-        self, words: Sequence[str] = (), templates: dict[str, list[str | None]] | None = None
+        self,
+        words: Sequence[str] = (),
+        templates: dict[str, list[str | None]] | None = None,
+        spans: dict[str, list[str]] | None = None,
     ) -> None:
         self.rules: dict[str, str] = {}
+        self.spans = spans or {}
         self.taken: set[str] = set(_SHARED)
         self.string = "string"
         self.templates = templates or {}
@@ -478,8 +465,11 @@ class _Grammar:
         return "value"
 
     def value(self, schema: Any, key: str, name: str, depth: int = 0) -> str:
-        """The rule of property ``key``: its template when it has one (``templates``) and is a
-        string, else its schema's."""
+        """The rule of property ``key``: its spans when it has some (``spans``), else its
+        template when it has one (``templates``), when it is a string; else its schema's."""
+        spans = self.spans.get(key) if depth == 1 else None
+        if spans and isinstance(schema, dict) and schema.get("type") == "string":
+            return self.add(name, " | ".join(_literal(json.dumps(s, ensure_ascii=False)) for s in spans))
         template = self.templates.get(key) if depth == 1 else None
         if template is None or not isinstance(schema, dict) or schema.get("type") != "string":
             return self.schema(schema, name, depth)
@@ -517,41 +507,3 @@ def _rule_name(text: str) -> str:
     unique (``Mode`` and ``mode`` give ``mode``): ``_Grammar.fresh`` makes names unique."""
     cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in text.lower())
     return re.sub("-+", "-", cleaned).strip("-") or "x"
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _literal(text: str) -> str:
-    """A GBNF string literal for ``text``: ``"`` and ``\\`` escaped, newline, return and tab as
-    ``\\n \\r \\t``, every other control character (C0, DEL, C1) as ``\\xHH`` (llama.cpp's
-    GBNF knows no ``\\b`` or ``\\f``), a lone surrogate as U+FFFD; other characters as they are."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif _CONTROL.fullmatch(char):
-            out.append(f"\\x{ord(char):02X}")
-        elif "\ud800" <= char <= "\udfff":
-            out.append("\ufffd")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-"""A control character (C0, DEL, C1)."""
-
-
-def _visible(text: str) -> str:
-    """``text`` with each control character but tab shown as caret notation (``^H`` for a
-    backspace, ``^@`` for NUL, ``^?`` for DEL; C1 as ``\\x85``...), as ``cat -v`` shows
-    them: a quote the model can write (llama.cpp matches no NUL) and a terminal shows as is."""
-
-    def shown(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        if code == 0x7F:
-            return "^?"
-        return f"^{chr(code + 64)}" if code < 0x20 else f"\\x{code:02x}"
-
-    return _CONTROL.sub(lambda m: m.group() if m.group() == "\t" else shown(m), text)

@@ -25,7 +25,6 @@ tool of a first reply (``nearest_demo``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,9 +33,16 @@ from ...messages import Message
 from ...model import ToolSpec
 from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, REFUSAL, ROUTING_DEMOS, Demo
+from .intent import asks_about, asks_refused, choose_tool, cue_words
+from .spans import call_spans, edit_pairs
 from .words import content_words as _words
+from .words import file_names
+
+FILE_TOOLS = frozenset(["read_file", "write_file", "edit_file"])
+"""Built-in tools whose call needs a file the request names."""
 
 __all__ = [
+    "demo_tools",
     "nearest_demo",
     "TOOL_RESULT_CHARS",
     "prefix",
@@ -69,34 +75,73 @@ def _intent_words(demo: Demo) -> set[str]:
 
 
 def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
-    """The demo (of ``DEMOS``, ``MORE_DEMOS``, ``ROUTING_DEMOS``) sharing most intent words
-    (``_intent_words``) with ``request`` whose tool is offered, unless a tool no demo knows
-    is nearer (``any_tool.nearest_tool``: a ``custom`` demo of it); else, when the request
-    names a file (``x.y``), the ``read_file`` demo; else ``None``."""
-    by_name = {spec.name: spec for spec in tools}
-    builtin = _nearest_builtin(request, by_name)
-    known = {demo.tool for demo in (*DEMOS, *MORE_DEMOS, *ROUTING_DEMOS) if _demo_fits(demo, by_name)}
+    """The demo for ``request``: a ``custom`` demo of a tool no demo knows when it is nearer
+    than every built-in demo (``any_tool.nearest_tool`` against the demos' shared intent words);
+    else a demo of the built-in tool the request's cue words ask for (``intent.choose_tool``),
+    the one of that tool nearest the request (``_demo_of``; a tool that reads or writes a file
+    only when the request names one: "Show me all TODOs" is a search; an edit only when the
+    request says what to replace with what, ``spans.edit_pairs``); else, when the request names
+    a file and asks about it (``intent.asks_about``: a question, not "Send config.ini to Bob"),
+    the ``read_file`` demo; else ``None`` (no tool is guessed)."""
+    fitting = _fitting(tools)
+    known = {demo.tool for demo in fitting}
     other, score = nearest_tool(request, [spec for spec in tools if spec.name not in known])
-    if other is not None and score > builtin[1]:
+    if other is not None and score > _overlap(request, fitting):
         return Demo(request, other.name, {}, "", "", custom=True)
-    best = builtin[0]
-    if best is None and re.search(r"\w\.[a-z]{1,5}\b", request.lower()):
-        best = next((d for d in DEMOS if d.tool == "read_file" and _demo_fits(d, by_name)), None)
-    return best
+    offered = known if file_names(request) else known - FILE_TOOLS
+    if not edit_pairs(request):
+        offered = offered - {"edit_file"}  # an edit needs what to replace and with what
+    chosen = choose_tool(request, offered)
+    if chosen is not None:
+        return _demo_of(chosen[0], request, fitting)
+    if file_names(request) and asks_about(request) and not asks_refused(request):
+        return next((d for d in DEMOS if d.tool == "read_file" and d in fitting), None)
+    return None
 
 
-def _nearest_builtin(request: str, by_name: dict[str, ToolSpec]) -> tuple[Demo | None, int]:
-    """The built-in demo sharing most intent words with ``request``, and how many."""
+def _fitting(tools: Sequence[ToolSpec]) -> list[Demo]:
+    by_name = {spec.name: spec for spec in tools}
+    return [demo for demo in (*DEMOS, *MORE_DEMOS, *ROUTING_DEMOS) if _demo_fits(demo, by_name)]
+
+
+def demo_tools(tools: Sequence[ToolSpec]) -> set[str]:
+    """The names of ``tools`` some built-in demo shows (the tools the router chooses)."""
+    return {demo.tool for demo in _fitting(tools)}
+
+
+def _overlap(request: str, demos: Sequence[Demo]) -> int:
+    """The most intent words (``_intent_words``) ``request`` shares with one of ``demos``."""
     wanted = _words(request)
-    best: Demo | None = None
-    best_score = 0
-    for demo in (*DEMOS, *MORE_DEMOS, *ROUTING_DEMOS):
-        if not _demo_fits(demo, by_name):
-            continue
-        score = len(wanted & _intent_words(demo))
-        if score > best_score:
-            best, best_score = demo, score
-    return best, best_score
+    return max((len(wanted & _intent_words(demo)) for demo in demos), default=0)
+
+
+def _demo_of(tool: str, request: str, demos: Sequence[Demo]) -> Demo:
+    """The demo of ``tool`` nearest ``request``: one of the request's kind first (``_kind``: a
+    listing of a named folder takes a demo with a ``path``, one of the project a demo without;
+    a search for a definition, a marker comment or a word takes a demo of that search), then
+    the one sharing most cue words (``intent.cue_words``), then the first."""
+    wanted = set(cue_words(request))
+    kind = _kind(tool, call_spans(tool, request), wanted)
+
+    def score(demo: Demo) -> tuple[bool, int]:
+        mine = _kind(tool, {k: [v] for k, v in demo.arguments.items()}, set(cue_words(demo.user)))
+        return mine == kind, len(wanted & set(cue_words(demo.user)))
+
+    return max((demo for demo in demos if demo.tool == tool), key=score)
+
+
+def _kind(tool: str, spans: dict[str, Any], cues: set[str]) -> str:
+    """What kind of call of ``tool`` a request (or demo) with these argument ``spans`` and cue
+    words asks for: ``"path"`` or ``""`` for a listing; ``"marker"``, ``"define"`` or
+    ``"word"`` for a search; ``""`` for other tools."""
+    if tool == "list_dir":
+        return "path" if "path" in spans else ""
+    if tool == "grep":
+        pattern = spans.get("pattern", [""])[0]
+        if "marker" in cues or (pattern.isupper() and pattern.isalpha()):
+            return "marker"
+        return "define" if cues & {"define", "function", "class", "method"} else "word"
+    return ""
 
 
 def _interleaved() -> list[Demo]:

@@ -2,15 +2,24 @@
 
 Invariants: ``content_words`` is lower case and drops paths, file names, code in backticks,
 stop words and a plural ``s``; ``is_file_name`` is true of a word with a dot or slash between
-other characters (``notes.txt``, ``data/x``; not ``etc.``); ``file_names`` are the request's
-file names in order, each once, outer punctuation stripped.
+other characters (``notes.txt``, ``data/x``; not ``etc.``) and of ``README``, ``Makefile``...;
+``file_names`` are the request's file names in order, each once, outer punctuation stripped.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["PATH", "STOP_WORDS", "STRIP", "content_words", "file_names", "is_file_name", "split_words"]
+__all__ = [
+    "BARE_FILE_NAMES",
+    "PATH",
+    "STOP_WORDS",
+    "STRIP",
+    "content_words",
+    "file_names",
+    "is_file_name",
+    "split_words",
+]
 
 STRIP = ".,;:!?\"'`()[]{}<>"
 """The outer punctuation stripped from a word of a request."""
@@ -68,10 +77,20 @@ def content_words(text: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in STOP_WORDS}
 
 
+BARE_FILE_NAMES = frozenset(
+    {"readme", "license", "licence", "changelog", "changes", "contributing", "authors", "notice"}
+    | {"makefile", "dockerfile", "procfile", "gemfile", "rakefile", "jenkinsfile", "vagrantfile"}
+)
+"""Names of files without an extension that requests name as files ("the README")."""
+
+
 def is_file_name(word: str) -> bool:
     """Whether ``word`` looks like a file name or path: a dot or slash between other characters
-    (``notes.txt``, ``data/x``; not ``etc.``)."""
-    return bool(re.search(r"\w[./]\w", word))
+    (``notes.txt``, ``data/x``; not ``etc.``), or a name of ``BARE_FILE_NAMES`` in capitals or
+    capitalised (``README``, ``Makefile``; not "changes")."""
+    if re.search(r"\w[./]\w", word):
+        return True
+    return word.lower() in BARE_FILE_NAMES and (word.isupper() or word.istitle())
 
 
 def split_words(text: str) -> list[str]:

@@ -1,0 +1,191 @@
+"""Which built-in tool a request asks for, read from its cue words (the embedded model's router).
+
+Invariants:
+
+- ``cue_words`` are the request's words as the router reads them: lower case, each put in its
+  canonical form (``CANONICAL``: ``defines``, ``definition`` -> ``define``; ``directory`` ->
+  ``folder``), without file names, paths, code in backticks, identifiers (``write_report``,
+  ``loadConfig``: their parts are never cues), and, in a request to write or create, without
+  the content it copies (``spans.write_content``: "Write the words see you soon to bye.txt"
+  asks to write, not to see).
+- ``tool_scores`` scores each built-in tool: the weights of its cue words (``CUES``), two more
+  for the request's first cue word when it is a verb of the tool (an imperative says its tool
+  first: "Show me what's in ...", "Search for the word ..."), and the request's shapes
+  (``SHAPES``): a marker comment (``TODO``, ``FIXME``) is searched for; a command in backticks
+  is run; "how many lines" is counted by a command; a folder named is listed, never read.
+- ``choose_tool`` is the offered tool of the highest score, ``None`` when no tool scores (then
+  no tool is guessed: ``grammar`` lets the first reply be a refusal only).
+
+Why: the demo chooser compared all the words of a request with the demos' words, so words a
+demo had by chance decided ("Is there a TODO in station.py?" listed a folder for the demo "Is
+there a file called setup.py here?"; "defines" was not "defined", measured 5 of 10 held out).
+Cue words are the few that say what to do, the same in every phrasing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from .spans import markers, write_content
+from .steps import QUESTION_WORDS
+from .words import PATH
+
+__all__ = [
+    "CANONICAL",
+    "CUES",
+    "REFUSED",
+    "asks_about",
+    "asks_refused",
+    "choose_tool",
+    "cue_words",
+    "tool_scores",
+]
+
+CANONICAL = {
+    **dict.fromkeys(["defines", "defined", "definition", "definitions", "declared", "declares"], "define"),
+    **dict.fromkeys(["directory", "directories", "dir", "folders", "subfolder", "subfolders"], "folder"),
+    **dict.fromkeys(["display", "view", "print", "cat", "output"], "show"),
+    **dict.fromkeys(["shows", "showing"], "show"),
+    **dict.fromkeys(["reads", "reading"], "read"),
+    **dict.fromkeys(["opens", "opening"], "open"),
+    **dict.fromkeys(["contents", "content", "contains", "contain", "containing", "inside"], "content"),
+    **dict.fromkeys(["says", "said", "saying", "mean", "means"], "say"),
+    **dict.fromkeys(["check", "inspect", "examine", "review"], "read"),
+    **dict.fromkeys(["summarize", "summary", "summarise", "sum", "explain", "describe"], "summarise"),
+    **dict.fromkeys(["lists", "listing", "ls", "tree", "structure"], "list"),
+    **dict.fromkeys(["searches", "searching", "grep", "locate", "seek"], "search"),
+    **dict.fromkeys(["finds", "finding"], "find"),
+    **dict.fromkeys(["looking", "looks"], "look"),
+    **dict.fromkeys(
+        ["mentions", "mentioned", "mentioning", "mention", "references", "occurrence"], "mention"
+    ),
+    **dict.fromkeys(["occurrences", "appears", "appear", "used", "uses"], "mention"),
+    **dict.fromkeys(["runs", "running", "execute", "executes", "exec", "launch", "invoke"], "run"),
+    **dict.fromkeys(["commands", "shell", "terminal"], "command"),
+    **dict.fromkeys(["counts", "counting", "number", "many", "total"], "count"),
+    **dict.fromkeys(["creates", "creating", "new", "make", "makes", "generate", "add"], "create"),
+    **dict.fromkeys(["writes", "writing", "wrote", "save", "saves", "store", "put", "type"], "write"),
+    **dict.fromkeys(["replaces", "replacing", "substitute", "swap", "switch"], "replace"),
+    **dict.fromkeys(["changes", "changing", "update", "updates", "modify", "edit"], "change"),
+    **dict.fromkeys(["delete", "deletes", "remove", "removes", "erase", "rm", "wipe", "destroy"], "delete"),
+    **dict.fromkeys(["imports", "import", "imported", "handle", "handles"], "mention"),
+    **dict.fromkeys(["renames", "renaming"], "rename"),
+    **dict.fromkeys(["todo", "todos", "fixme", "fixmes", "xxx", "hack"], "marker"),
+    **dict.fromkeys(["lines"], "line"),
+    **dict.fromkeys(["words"], "word"),
+    **dict.fromkeys(["files"], "file"),
+}
+"""Words in their canonical (cue) form; a word not here is its own form."""
+
+CUES: dict[str, dict[str, int]] = {
+    "read_file": {"read": 3, "show": 2, "open": 3, "content": 2, "say": 2, "summarise": 3, "about": 1},
+    "list_dir": {"list": 3, "folder": 3, "file": 1, "project": 1, "here": 1, "top": 1},
+    "grep": {"search": 3, "find": 3, "look": 2, "mention": 3, "where": 2, "define": 4, "function": 1},
+    "run_command": {"run": 3, "command": 3, "count": 2},
+    "write_file": {"create": 3, "write": 3},
+    "edit_file": {"replace": 4, "change": 3, "rename": 3},
+}
+"""Per built-in tool, its cue words and their weights."""
+
+VERBS = frozenset(
+    [
+        "read",
+        "show",
+        "open",
+        "summarise",
+        "list",
+        "search",
+        "find",
+        "look",
+        "run",
+        "count",
+        "create",
+        "write",
+        "replace",
+        "change",
+        "rename",
+    ]
+)
+"""Cue words that are verbs: the first of them in a request says its tool (two points more)."""
+
+_IDENTIFIER = re.compile(r"\b\w*(?:_\w*|[a-z][A-Z]\w*)\b|\b\w+\(\)")
+
+
+def cue_words(request: str) -> list[str]:
+    """The cue words of ``request`` in order (module invariants), each in its canonical form."""
+    words = _canonical(request)
+    content = write_content(request) if {"write", "create"} & set(words) else []
+    return _canonical(request.replace(content[0], " ")) if content else words
+
+
+def _canonical(text: str) -> list[str]:
+    text = _IDENTIFIER.sub(" ", PATH.sub(" ", text))
+    return [CANONICAL.get(word, word) for word in re.findall(r"[a-z]+", text.lower())]
+
+
+def tool_scores(request: str) -> dict[str, int]:
+    """Each built-in tool's score for ``request`` (module invariants); tools scoring 0 left out."""
+    words = cue_words(request)
+    scores: dict[str, int] = {}
+    for tool, cues in CUES.items():
+        score = sum(weight for word, weight in cues.items() if word in words)
+        if score:
+            scores[tool] = score
+    first = next((word for word in words if word in VERBS), None)
+    for tool, cues in CUES.items():
+        if first in cues:
+            scores[tool] = scores.get(tool, 0) + 2
+    for tool, points in _shapes(request, words).items():
+        scores[tool] = scores.get(tool, 0) + points
+    return {tool: score for tool, score in scores.items() if score > 0}
+
+
+def _shapes(request: str, words: list[str]) -> dict[str, int]:
+    """Points for the request's shapes (``SHAPES`` in the module invariants)."""
+    points: dict[str, int] = {}
+    edits = {"replace", "change", "rename", "write", "create"} & set(words)
+    if markers(request) and not edits:
+        points["grep"] = 5
+    if "`" in request and not {"search", "find", "look"} & set(words):
+        points["run_command"] = 5
+    if "count" in words and ({"line", "word"} & set(words)) and not edits:
+        points["run_command"] = points.get("run_command", 0) + 4
+    if re.search(r"\b(?:which|what) file\b", request, re.I) and not edits:
+        points["grep"] = points.get("grep", 0) + 2
+    if "folder" in words and not edits:
+        points["list_dir"] = points.get("list_dir", 0) + 2
+        points["read_file"] = -99
+    return points
+
+
+REFUSED = frozenset(["delete"])
+"""Cue words of what no built-in tool does: such a request gets no tool (a refusal), never the
+nearest ("delete config.ini" read it, measured)."""
+
+
+def asks_refused(request: str) -> bool:
+    """Whether ``request`` asks for what no built-in tool does (``REFUSED``)."""
+    return bool(REFUSED & set(cue_words(request)))
+
+
+_ASKING = QUESTION_WORDS | {"tell", "give", "the", "a", "an", "any", "i'm", "i'd", "please"}
+
+
+def asks_about(request: str) -> bool:
+    """Whether ``request`` asks about something (a question, or "tell me", "give me"...) rather
+    than telling a tool no cue knows what to do ("Send config.ini to Bob", "Translate
+    README.md into French": their first word is a verb no built-in tool does)."""
+    words = request.split()
+    return request.rstrip().endswith("?") or (bool(words) and words[0].lower().strip(",") in _ASKING)
+
+
+def choose_tool(request: str, offered: Collection[str]) -> tuple[str, int] | None:
+    """The offered built-in tool that ``request`` asks for and its score, or ``None`` when no
+    offered tool scores or it asks what no tool does (``REFUSED``). Ties go to the tool first
+    in ``CUES``."""
+    if asks_refused(request):
+        return None
+    scores = tool_scores(request)
+    ranked = sorted((tool for tool in scores if tool in offered), key=lambda t: -scores[t])
+    return (ranked[0], scores[ranked[0]]) if ranked else None

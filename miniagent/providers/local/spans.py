@@ -1,0 +1,227 @@
+"""Arguments read from a request's own words: the spans the embedded model's calls copy.
+
+Invariants (each function returns ``[]`` or ``None`` when the request has no such span, and the
+grammar then falls back to words copied one by one):
+
+- ``write_content``: the text a write puts in its file: text in quotes, else the words after
+  the last content marker (``says``, ``text``, ``containing``, ``words``...) or after the
+  write's verb, up to the target phrase ("to bye.txt", "in a file called note.txt") or the
+  end. Never a file name.
+- ``edit_pairs``: ``(old, new)`` pairs of a replacement: "replace X with Y", "change X to Y",
+  "rename X to Y", "from X to Y", "X -> Y". ``old`` is X without a lead ("the word"), and
+  first its last word when only that is a name or number ("the station Hilltop": ``Hilltop``);
+  ``new`` is Y without the "in FILE" that names the file.
+- ``folder``: the folder a listing names ("the data folder", "inside src/", "in docs"), ``""``
+  for the project itself ("here", "the project", "top level"), ``None`` when it names none.
+- ``backticked``: the code in backticks (a command to run as written); ``count_command``: the
+  ``wc`` command that counts what a request asks of the one file it names; ``markers``: the marker
+  comments named (``TODO``: what a search looks for).
+- ``call_spans`` gathers them per argument of a built-in tool's call.
+
+Why: the 135M model picks words one by one badly (it stopped "meeting at noon" after
+"meeting"; "Change celsius to kelvin" became old_text "Change to kelvin", measured); a span of
+the request is what the user wrote, whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .words import STRIP, is_file_name, split_words
+
+__all__ = ["backticked", "call_spans", "count_command", "edit_pairs", "folder", "markers", "write_content"]
+
+_QUOTED = re.compile("\"([^\"]+)\"|'([^']+)'|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
+_MARKERS = frozenset(
+    [
+        "says",
+        "say",
+        "saying",
+        "text",
+        "containing",
+        "contains",
+        "words",
+        "word",
+        "line",
+        "reading",
+        "content",
+        "contents",
+        "message",
+        "sentence",
+        "phrase",
+        "with",
+    ]
+)
+_WRITE_VERBS = frozenset(["write", "put", "save", "store", "add", "type"])
+_TARGET_START = frozenset(["to", "into", "in", "as", "inside", "under", "at"])
+_TARGET_FILLER = frozenset(["a", "an", "the", "new", "file", "called", "named", "name"])
+_LEAD = frozenset(["the", "a", "an", "that", "saying", "with"])
+
+
+def _quoted(request: str) -> list[str]:
+    return [next(g for g in match.groups() if g) for match in _QUOTED.finditer(request)]
+
+
+def write_content(request: str) -> list[str]:
+    """The text a write of ``request`` puts in its file (module invariants): at most one span."""
+    quoted = [q for q in _quoted(request) if not is_file_name(q)]
+    if quoted:
+        return [quoted[0]]
+    tokens = split_words(request)
+    lowered = [t.lower() for t in tokens]
+    starts = [i + 1 for i, word in enumerate(lowered) if word in _MARKERS]
+    if not starts:
+        starts = [i + 1 for i, word in enumerate(lowered) if word in _WRITE_VERBS][:1]
+    for start in reversed(starts):
+        span = _until_target(tokens, start)
+        if span:
+            return [" ".join(span)]
+    return []
+
+
+def _until_target(tokens: list[str], start: int) -> list[str]:
+    """The words from ``start`` up to the target phrase (``to`` [a new file called] FILE) or
+    the end, without leading fillers; ``[]`` when a file name comes before any word."""
+    words: list[str] = []
+    for index in range(start, len(tokens)):
+        token = tokens[index]
+        if is_file_name(token):
+            break
+        if token.lower() in _TARGET_START and _file_follows(tokens, index + 1):
+            break
+        if not token:
+            continue
+        words.append(token)
+    while words and words[0].lower() in _LEAD:
+        words.pop(0)
+    if len(words) > 2 and words[-1].lower() == "it" and words[-2].lower() in _TARGET_START:
+        words = words[:-2]  # "... with hello in it"
+    return words
+
+
+def _file_follows(tokens: list[str], index: int) -> bool:
+    """Whether a file name follows ``index`` after only fillers (``a new file called``)."""
+    while index < len(tokens) and tokens[index].lower() in _TARGET_FILLER:
+        index += 1
+    return index < len(tokens) and is_file_name(tokens[index])
+
+
+_PAIRS = (
+    re.compile(r"\bfrom\s+(?P<old>.+?)\s+to\s+(?P<new>.+)$", re.I),
+    re.compile(
+        r"\b(?:replace|substitute|swap|change|rename|update|switch)\s+(?P<old>.+?)\s+"
+        r"(?:with|by|to|into|for|->|→)\s+(?P<new>.+)$",
+        re.I,
+    ),
+    re.compile(r"(?P<old>\S+)\s*(?:->|→)\s*(?P<new>\S+)"),
+)
+_IN_FILE = re.compile(r"\s+(?:in|of|inside|within|on)\s+(?:the\s+)?(?:file\s+)?\S*\w[./]\w\S*.*$", re.I)
+_OLD_LEAD = re.compile(r"^(?:all\s+)?(?:the\s+)?(?:word|text|string|value|name)?\s*", re.I)
+
+
+def edit_pairs(request: str) -> list[tuple[str, str]]:
+    """The ``(old, new)`` pairs of a replacement in ``request`` (module invariants), best first."""
+    text = " ".join(request.split())
+    text = (
+        re.sub(r"^.*?\S*\w[./]\w\S*\s*[:,]\s*", "", text)
+        if re.match(r"^.*?\w[./]\w\S*\s*[:,]", text)
+        else text
+    )
+    text = re.sub(r"^\s*in\s+\S*\w[./]\w\S*\s*,?\s*", "", text, flags=re.I)
+    match = next((m for m in (p.search(text) for p in _PAIRS) if m is not None), None)
+    if match is None:
+        return []
+    old = _IN_FILE.sub("", match.group("old"))
+    new = match.group("new")
+    new = _IN_FILE.sub("", new).strip().rstrip(".!?").strip()
+    old_words = [w for w in split_words(_OLD_LEAD.sub("", old.strip())) if w]
+    new = _strip_quotes(new)
+    if re.match(r"^from\s", " ".join(old_words), re.I) or not old_words or not new:
+        return []
+    last = old_words[-1]
+    lead = old_words[:-1]
+    named = (
+        bool(lead)
+        and all(w.isalpha() and w.islower() for w in lead)
+        and (last[:1].isupper() or last[:1].isdigit())
+    )
+    olds = [last, " ".join(old_words)] if named else [" ".join(old_words)]
+    olds = [_strip_quotes(o) for o in olds if not is_file_name(o)]
+    return [(o, new) for o in olds if o]
+
+
+def _strip_quotes(text: str) -> str:
+    return text.strip().strip(STRIP).strip()
+
+
+_FOLDER_WORDS = r"folder|directory|dir|subfolder|subdirectory"
+_TOP = frozenset(["here", "project", "top", "root", "current", "this", "repo", "repository", "workspace"])
+
+
+def folder(request: str) -> str | None:
+    """The folder a listing in ``request`` names (module invariants)."""
+    text = " ".join(request.split())
+    for pattern in (
+        rf"\b(?:the\s+)?([\w./-]+)\s+(?:{_FOLDER_WORDS})\b",
+        rf"\b(?:{_FOLDER_WORDS})\s+(?:called\s+|named\s+)?([\w./-]+)",
+        r"\b(?:in|inside|of|under)\s+(?:the\s+)?([\w-]+/[\w./-]*|[\w-]+/?)\s*[?.!]?$",
+    ):
+        found = re.search(pattern, text, re.IGNORECASE)
+        if found is None:
+            continue
+        name = found.group(1).strip(STRIP)
+        if name.lower() in _TOP or name.lower() in {"a", "an", "each", "every", "which", "what", "that"}:
+            return ""
+        if re.fullmatch(r"[\w./-]+", name) and not re.search(r"\.\w{1,5}$", name):
+            return name.rstrip("/") or ""
+    if re.search(r"\b(?:here|project|top|root|current|repo|repository|workspace)\b", text, re.I):
+        return ""
+    return None
+
+
+_COUNTED = (("line", "-l"), ("word", "-w"), ("character", "-m"), ("char", "-m"), ("byte", "-c"))
+
+
+def count_command(request: str) -> str | None:
+    """``wc -l FILE`` (``-w`` words, ``-m`` characters, ``-c`` bytes) for a request to count the
+    lines (words...) of the one file it names, else ``None``."""
+    names = [n for n in split_words(request) if is_file_name(n)]
+    lowered = request.lower()
+    if len(names) != 1 or not re.search(r"\b(?:how many|count|number of|total)\b", lowered):
+        return None
+    flag = next((f for word, f in _COUNTED if re.search(rf"\b{word}s?\b", lowered)), None)
+    return f"wc {flag} {names[0]}" if flag else None
+
+
+def backticked(request: str) -> str | None:
+    """The first code in backticks of ``request``, or ``None``."""
+    found = re.search(r"`([^`]+)`", request)
+    return found.group(1).strip() if found and found.group(1).strip() else None
+
+
+def call_spans(tool: str, request: str) -> dict[str, list[str]]:
+    """Per string argument of a call of the built-in ``tool`` for ``request``: the spans it may
+    be (one each: the call copies what the user wrote, whole); an argument left out has no span
+    and is copied word by word."""
+    spans: dict[str, list[str]] = {}
+    if tool == "write_file":
+        spans["content"] = write_content(request)
+    elif tool == "edit_file" and edit_pairs(request):
+        old, new = edit_pairs(request)[0]
+        spans.update(old_text=[old], new_text=[new])
+    elif tool == "run_command":
+        code = backticked(request) or count_command(request)
+        spans["command"] = [code] if code else []
+    elif tool == "list_dir":
+        spans["path"] = [name] if (name := folder(request)) else []
+    elif tool == "grep":
+        spans["pattern"] = markers(request)[:1]
+    return {key: found for key, found in spans.items() if found}
+
+
+_MARKER_WORD = re.compile(r"\b(TODO|FIXME|XXX|HACK|BUG|NOTE)[sS]?\b")
+
+
+def markers(request: str) -> list[str]:
+    """The marker comments ``request`` names (``TODO``, ``FIXME``...; ``TODOs`` as ``TODO``)."""
+    return [match.group(1) for match in _MARKER_WORD.finditer(request)]

@@ -1,0 +1,152 @@
+"""The embedded model's router (``providers.local.intent``) and spans (``providers.local.spans``),
+without a model: which built-in tool a request gets, and the arguments read from its words.
+
+Each row is a request that went wrong before (bench/tasks: held-out and tuning sets of
+2026-12-02, measured on the real model), grouped by the kind of fault. The real model under
+these choices is measured by ``python -m bench.tasks``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from miniagent.messages import Message, ToolCall
+from miniagent.model import ToolSpec
+from miniagent.providers.local import prompt as local_prompt
+from miniagent.providers.local.grammar import turn_grammar
+from miniagent.providers.local.intent import cue_words
+from miniagent.providers.local.spans import call_spans, edit_pairs, folder, write_content
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> tuple[ToolSpec, ...]:
+    from miniagent.toolbox import default_tools
+
+    return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in default_tools(tmp_path))
+
+
+ROUTES = [
+    # inflections and synonyms say the same as the demos' words ("defines" is "defined")
+    ("Which file defines load_readings?", "grep", {}),
+    ("Show me what's in the data directory.", "list_dir", {"path": ["data"]}),
+    # a word a demo has by chance decides nothing ("Is there a file called setup.py here?")
+    ("Is there a TODO in station.py?", "grep", {"pattern": ["TODO"]}),
+    ("Search for the word battery.", "grep", {}),
+    ("Write the words see you soon to bye.txt.", "write_file", {"content": ["see you soon"]}),
+    # an identifier's parts are never cues ("write_report" is not a write)
+    ("Which file defines write_report?", "grep", {}),
+    # a file tool only for a request that names a file ("Show me all TODOs" read a file "TODOs")
+    ("Show me all TODOs.", "grep", {"pattern": ["TODO"]}),
+    # the project itself is listed without a path (was list_dir("project"))
+    ("What folders and files are at the top of the project?", "list_dir", {}),
+    # a count of words is wc -w, not the demo's wc -l
+    ("how many words are in README.md", "run_command", {"command": ["wc -w README.md"]}),
+    ("Line count of README.md?", "run_command", {"command": ["wc -l README.md"]}),
+    # spans copied whole (the model stopped "meeting at noon" after "meeting")
+    ("Create notes.txt with the text meeting at noon.", "write_file", {"content": ["meeting at noon"]}),
+    ("Put the text lunch at one in lunch.txt.", "write_file", {"content": ["lunch at one"]}),
+    (
+        "Change celsius to kelvin in config.ini.",
+        "edit_file",
+        {"old_text": ["celsius"], "new_text": ["kelvin"]},
+    ),
+    (
+        "Update config.ini: replace Hilltop by Lakeside.",
+        "edit_file",
+        {"old_text": ["Hilltop"], "new_text": ["Lakeside"]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_text", "tool", "spans"), ROUTES)
+def test_a_request_gets_the_tool_it_asks_for_and_its_own_words_as_arguments(
+    specs: tuple[ToolSpec, ...], request_text: str, tool: str, spans: dict[str, list[str]]
+) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    assert demo is not None and demo.tool == tool
+    assert call_spans(tool, request_text) == spans
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Translate this poem into French.",  # wrote a file "this", then grepped "this"
+        "delete config.ini",  # read it: no tool deletes
+        "Tell me a joke.",
+        "Will it rain tomorrow?",
+    ],
+)
+def test_a_request_no_built_in_tool_does_is_refused_and_nothing_is_guessed(
+    specs: tuple[ToolSpec, ...], request_text: str
+) -> None:
+    assert local_prompt.nearest_demo(request_text, specs) is None
+    grammar = turn_grammar([Message("user", request_text)], specs, None)
+    root = next(line for line in grammar.splitlines() if line.startswith("root ::= "))
+    assert root == "root ::= answer" and '"I cannot ' in grammar
+
+
+def test_the_content_of_a_write_is_never_a_cue() -> None:
+    assert "see" not in cue_words("Write the words see you soon to bye.txt.")
+    assert cue_words("Which file defines write_report?") == ["which", "file", "define"]
+
+
+def test_spans_keep_what_the_user_wrote() -> None:
+    assert write_content("Write 'hello there' to x.txt") == ["hello there"]  # quoted text whole
+    assert write_content("please make a file hello.txt with hello in it") == ["hello"]
+    assert write_content("Save the text remember the milk to a file called note.txt.") == [
+        "remember the milk"
+    ]
+    # a thing named after its kind: the name first ("the station Hilltop")
+    assert edit_pairs("Rename the station Hilltop to Summit in config.ini.")[0] == ("Hilltop", "Summit")
+    assert edit_pairs("Change the title in index.html from Home to Welcome.") == [("Home", "Welcome")]
+    assert edit_pairs("in config.ini change interval_minutes = 15 to interval_minutes = 5") == [
+        ("interval_minutes = 15", "interval_minutes = 5")
+    ]  # was old "15": "interval_minutes = interval_minutes = 5"
+    assert edit_pairs("set the interval to 30 in config.ini") == []  # a value, not a replacement
+    assert folder("List the files here.") == "" and folder("What's inside the src directory?") == "src"
+    assert folder("What files are there?") is None
+
+
+def test_a_file_named_without_its_extension_is_read_and_the_tools_suggestion_taken(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    # "What does the README say about usage?" grepped for "README" (README.md was meant)
+    request = "What does the README say about usage?"
+    demo = local_prompt.nearest_demo(request, specs)
+    assert demo is not None and demo.tool == "read_file"
+    call = ToolCall("c1", "read_file", {"path": "README"})
+    messages = [
+        Message("user", request),
+        Message("assistant", "", (call,)),
+        Message("tool", "file not found: README (did you mean README.md?)", tool_call_id="c1", is_error=True),
+    ]
+    grammar = turn_grammar(messages, specs, demo)
+    assert "root ::= call" in grammar and '"\\"README.md\\""' in grammar and "It failed" not in grammar
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    ["Send config.ini to Bob.", "Translate README.md into French.", "Fix the bug in station.py"],
+)
+def test_a_file_named_with_a_verb_no_tool_does_is_refused_not_read(
+    specs: tuple[ToolSpec, ...], request_text: str
+) -> None:
+    assert local_prompt.nearest_demo(request_text, specs) is None
+
+
+def test_a_long_result_is_quoted_from_the_lines_the_question_is_about(specs: tuple[ToolSpec, ...]) -> None:
+    code = "\n".join(
+        ['"""Collect sensor readings."""', "", "import csv", "", *(f"x{i} = {i}" for i in range(40))]
+    )
+    call = ToolCall("c1", "read_file", {"path": "station.py"})
+    messages = [
+        Message("user", "What does station.py import?"),
+        Message("assistant", "", (call,)),
+        Message("tool", code, tool_call_id="c1"),
+    ]
+    grammar = turn_grammar(messages, specs, None)
+    assert '"\\"import csv\\""' in grammar and "x1 = 1" not in grammar  # was any of 43 lines
+    messages[0] = Message("user", "Summarise station.py.")  # no line shares a word: all lines offered
+    assert "x1 = 1" in turn_grammar(messages, specs, None)
