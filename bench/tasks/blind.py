@@ -6,6 +6,10 @@ are those of ``HELD_OUT`` (one each), in other words: read a value, find a word,
 the project, find a definition, replace a word, create a file, run a command, a question about a
 file's content, and an impossible request to refuse. The checks are those of ``bench.tasks``,
 against ``bench/tasks/workspace/``.
+
+First run (2026-12-02, after the router of cue words and whole-span arguments): 8 of 10 (a search
+copied "wherever the project mentions the thermometer" whole; "list what's in it" listed a
+folder "it"). Both were fixed after it, so later runs are no longer blind.
 """
 
 from __future__ import annotations

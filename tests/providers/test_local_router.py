@@ -33,7 +33,7 @@ ROUTES = [
     ("Show me what's in the data directory.", "list_dir", {"path": ["data"]}),
     # a word a demo has by chance decides nothing ("Is there a file called setup.py here?")
     ("Is there a TODO in station.py?", "grep", {"pattern": ["TODO"]}),
-    ("Search for the word battery.", "grep", {}),
+    ("Search for the word battery.", "grep", {"pattern": ["battery"]}),
     ("Write the words see you soon to bye.txt.", "write_file", {"content": ["see you soon"]}),
     # an identifier's parts are never cues ("write_report" is not a write)
     ("Which file defines write_report?", "grep", {}),
@@ -52,6 +52,16 @@ ROUTES = [
         "edit_file",
         {"old_text": ["celsius"], "new_text": ["kelvin"]},
     ),
+    # the blind set's first run (bench/tasks/blind.py): a search for the words of the request,
+    # a listing of a folder "it"
+    (
+        "I'm looking for wherever the project mentions the thermometer. Can you find it?",
+        "grep",
+        {"pattern": ["thermometer"]},
+    ),
+    ("Just joined this repo. Could you list what's in it?", "list_dir", {}),
+    ("Which file mentions celsius?", "grep", {"pattern": ["celsius"]}),
+    ("Look for the word battery in the docs.", "grep", {"pattern": ["battery"]}),
     (
         "Update config.ini: replace Hilltop by Lakeside.",
         "edit_file",

@@ -15,7 +15,8 @@ grammar then falls back to words copied one by one):
   for the project itself ("here", "the project", "top level"), ``None`` when it names none.
 - ``backticked``: the code in backticks (a command to run as written); ``count_command``: the
   ``wc`` command that counts what a request asks of the one file it names; ``markers``: the marker
-  comments named (``TODO``: what a search looks for).
+  comments named (``TODO``: what a search looks for); ``searched_word``: the word a search
+  looks for ("mentions the thermometer": ``thermometer``).
 - ``call_spans`` gathers them per argument of a built-in tool's call.
 
 Why: the 135M model picks words one by one badly (it stopped "meeting at noon" after
@@ -29,7 +30,16 @@ import re
 
 from .words import STRIP, is_file_name, split_words
 
-__all__ = ["backticked", "call_spans", "count_command", "edit_pairs", "folder", "markers", "write_content"]
+__all__ = [
+    "backticked",
+    "call_spans",
+    "count_command",
+    "edit_pairs",
+    "folder",
+    "markers",
+    "searched_word",
+    "write_content",
+]
 
 _QUOTED = re.compile("\"([^\"]+)\"|'([^']+)'|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 _MARKERS = frozenset(
@@ -155,6 +165,8 @@ def _strip_quotes(text: str) -> str:
 
 
 _FOLDER_WORDS = r"folder|directory|dir|subfolder|subdirectory"
+_NOT_NAMES = frozenset(["a", "an", "each", "every", "which", "what", "that", "it"])
+"""Words in a folder's place that name none ("list what's in it")."""
 _TOP = frozenset(["here", "project", "top", "root", "current", "this", "repo", "repository", "workspace"])
 
 
@@ -170,7 +182,16 @@ def folder(request: str) -> str | None:
         if found is None:
             continue
         name = found.group(1).strip(STRIP)
-        if name.lower() in _TOP or name.lower() in {"a", "an", "each", "every", "which", "what", "that"}:
+        if name.lower() in _TOP or name.lower() in {
+            "a",
+            "an",
+            "each",
+            "every",
+            "which",
+            "what",
+            "that",
+            "it",
+        }:
             return ""
         if re.fullmatch(r"[\w./-]+", name) and not re.search(r"\.\w{1,5}$", name):
             return name.rstrip("/") or ""
@@ -215,8 +236,34 @@ def call_spans(tool: str, request: str) -> dict[str, list[str]]:
     elif tool == "list_dir":
         spans["path"] = [name] if (name := folder(request)) else []
     elif tool == "grep":
-        spans["pattern"] = markers(request)[:1]
+        spans["pattern"] = markers(request)[:1] or searched_word(request)
     return {key: found for key, found in spans.items() if found}
+
+
+_SEARCH_CUES = frozenset(
+    ["mention", "mentions", "mentioned", "mentioning", "for", "word", "term", "string", "containing"]
+)
+_SEARCH_FILLERS = frozenset(["the", "a", "an", "word", "term", "string", "text", "of"])
+
+
+def searched_word(request: str) -> list[str]:
+    """The word a search of ``request`` looks for: quoted text, else the word after the last
+    search cue ("mentions the thermometer", "for the word battery"), when it is not a file name
+    or code name; ``[]`` otherwise."""
+    quoted = [q for q in _quoted(request) if not is_file_name(q)]
+    if quoted:
+        return [quoted[0]]
+    tokens = split_words(request)
+    lowered = [t.lower() for t in tokens]
+    cues = [i for i, word in enumerate(lowered) if word in _SEARCH_CUES]
+    if not cues:
+        return []
+    index = cues[-1] + 1
+    while index < len(tokens) and lowered[index] in _SEARCH_FILLERS:
+        index += 1
+    if index >= len(tokens) or not tokens[index] or is_file_name(tokens[index]) or "_" in tokens[index]:
+        return []
+    return [tokens[index]]
 
 
 _MARKER_WORD = re.compile(r"\b(TODO|FIXME|XXX|HACK|BUG|NOTE)[sS]?\b")
