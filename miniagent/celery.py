@@ -31,7 +31,7 @@ import signal
 import threading
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agent import RunResult, run_agent
 from .approval import policy_for
@@ -39,6 +39,9 @@ from .messages import Message
 from .pending import decided
 from .stores.redis_store import RedisSession
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .tracing import Tracer
 
 __all__ = ["AgentSpec", "agent_task", "RESUMED"]
 
@@ -108,6 +111,7 @@ def agent_task(
     redis_url: str,
     lease_seconds: float = 30,
     name: str = "miniagent.run_agent",
+    tracer: Tracer | None = None,
     **task_options: Any,
 ) -> Any:
     """Register the agent task on the Celery ``app`` and return it.
@@ -122,6 +126,8 @@ def agent_task(
         redis_url: where the sessions live (``RedisSession``).
         lease_seconds: the session lease; a killed worker's session is free again after this.
         name: the task's name.
+        tracer: traces every run of the task (``run_agent(tracer=...)``, e.g.
+            ``miniagent.otel.OtelTracer()``): made once per worker process, shared by its runs.
         **task_options: more ``app.task`` options (e.g. ``soft_time_limit``); ``acks_late`` and
             ``reject_on_worker_lost`` are on unless given.
 
@@ -138,14 +144,14 @@ def agent_task(
         with RedisSession(redis_url, run_id, lease_seconds, owner=task.request.id) as store:
             history = store.load()  # takes the lease: a duplicate run id fails here, at once
             prompt = RESUMED if history and user is not None else user
-            result = _run_cancellable(agent, prompt, store, history)
+            result = _run_cancellable(agent, prompt, store, history, tracer)
         return {"run_id": run_id, **result.to_json()}
 
     return run
 
 
 def _run_cancellable(
-    agent: AgentSpec, user: str | None, store: RedisSession, history: list[Message]
+    agent: AgentSpec, user: str | None, store: RedisSession, history: list[Message], tracer: Tracer | None
 ) -> RunResult:
     """Run in a thread; SIGTERM (revoke with terminate) or any exception raised into the waiting
     task thread (the soft time limit) sets the cancel event, then waits for the run to close."""
@@ -174,6 +180,7 @@ def _run_cancellable(
                 before_tool_call=decided(history, policy_for(agent.approve, tools)),
                 session=store,
                 max_repeats=agent.max_repeats,
+                tracer=tracer,
             )
         except BaseException as error:  # handed to the task thread
             outcome["error"] = error

@@ -12,6 +12,7 @@ import os
 from celery import Celery
 
 from miniagent.celery import agent_task
+from tests.celery_kit.tracer import FileTracer
 
 URL = os.environ.get("MINIAGENT_TEST_REDIS", "redis://127.0.0.1:6379/0")
 LEASE_SECONDS = 2.0
@@ -33,3 +34,6 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 run = agent_task(app, redis_url=URL, lease_seconds=LEASE_SECONDS)
+traced = agent_task(
+    app, redis_url=URL, lease_seconds=LEASE_SECONDS, name="miniagent.traced", tracer=FileTracer()
+)

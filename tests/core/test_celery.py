@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -60,8 +61,14 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(redis_url: str) -> Iterator[Cluster]:
+def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("traces") / "runs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cluster(redis_url: str, trace_file: Path) -> Iterator[Cluster]:
     os.environ["MINIAGENT_TEST_REDIS"] = redis_url
+    os.environ["MINIAGENT_TEST_TRACE_FILE"] = str(trace_file)  # the workers' tracer writes here
     from tests.celery_kit import app as app_module
     from tests.celery_kit.model import StepModel
     from tests.celery_kit.workers import Worker, wait_ready
@@ -200,3 +207,15 @@ def test_a_deferred_task_returns_its_pending_calls_and_goes_on_after_a_decision(
     assert_every_call_answered_once(stored)
     with pytest.raises(ValueError, match="approve must be one of all, read-only, defer"):
         AgentSpec(provider="openai", approve="ask")
+
+
+def test_a_task_given_a_tracer_traces_each_of_its_runs(cluster: Cluster, trace_file: Path) -> None:
+    from tests.celery_kit.app import traced
+
+    run_id = _run_id()
+    result = traced.delay(run_id, "go", cluster.spec(steps=1)).get(timeout=60)
+    assert result["stop_reason"] == "complete"
+    lines = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    assert [line["event"] for line in lines] == ["run", "request", "tool_call", "request", "finish"]
+    assert lines[0]["user"] == "go" and lines[-1]["stop_reason"] == "complete"
+    assert len({line["pid"] for line in lines}) == 1  # one worker process ran it
