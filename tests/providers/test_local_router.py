@@ -160,3 +160,33 @@ def test_a_long_result_is_quoted_from_the_lines_the_question_is_about(specs: tup
     assert '"\\"import csv\\""' in grammar and "x1 = 1" not in grammar  # was any of 43 lines
     messages[0] = Message("user", "Summarise station.py.")  # no line shares a word: all lines offered
     assert "x1 = 1" in turn_grammar(messages, specs, None)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "What's new in README.md?",  # "new" chose write_file: README.md overwritten with its words
+        "What does make do in the Makefile?",  # "make" is a write's verb, the question is not one
+        "What type of sensors does README.md say the tool reads?",
+        "Show me how to replace Hilltop with Valley in config.ini",  # its first verb shows
+        "What if I change celsius to kelvin in config.ini?",
+    ],
+)
+def test_a_question_is_never_answered_by_a_write(specs: tuple[ToolSpec, ...], request_text: str) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    assert demo is None or demo.tool not in ("write_file", "edit_file")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tool"),
+    [
+        ("Could you make me a new file, bye.txt, with just the words see you soon in it?", "write_file"),
+        ("I want to replace Hilltop with Valley in config.ini", "edit_file"),
+        ("Please swap October for November in docs/maintenance.txt.", "edit_file"),
+    ],
+)
+def test_a_polite_request_to_change_a_file_is_one(
+    specs: tuple[ToolSpec, ...], request_text: str, tool: str
+) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    assert demo is not None and demo.tool == tool

@@ -13,6 +13,9 @@ Invariants:
   first: "Show me what's in ...", "Search for the word ..."), and the request's shapes
   (``SHAPES``): a marker comment (``TODO``, ``FIXME``) is searched for; a command in backticks
   is run; "how many lines" is counted by a command; a folder named is listed, never read.
+- A tool that writes a file (``write_file``, ``edit_file``) only for a request that tells to
+  change one (``tells_to_change``: its first verb writes or edits, and it is no question):
+  a question is never answered by a write ("What's new in README.md?").
 - ``choose_tool`` is the offered tool of the highest score, ``None`` when no tool scores (then
   no tool is guessed: ``grammar`` lets the first reply be a refusal only).
 
@@ -39,6 +42,7 @@ __all__ = [
     "asks_refused",
     "choose_tool",
     "cue_words",
+    "tells_to_change",
     "tool_scores",
 ]
 
@@ -52,7 +56,7 @@ CANONICAL = {
     **dict.fromkeys(["contents", "content", "contains", "contain", "containing", "inside"], "content"),
     **dict.fromkeys(["says", "said", "saying", "mean", "means"], "say"),
     **dict.fromkeys(["check", "inspect", "examine", "review"], "read"),
-    **dict.fromkeys(["summarize", "summary", "summarise", "sum", "explain", "describe"], "summarise"),
+    **dict.fromkeys(["summarize", "summary", "summarise", "explain", "describe"], "summarise"),
     **dict.fromkeys(["lists", "listing", "ls", "tree", "structure"], "list"),
     **dict.fromkeys(["searches", "searching", "grep", "locate", "seek"], "search"),
     **dict.fromkeys(["finds", "finding"], "find"),
@@ -64,8 +68,8 @@ CANONICAL = {
     **dict.fromkeys(["runs", "running", "execute", "executes", "exec", "launch", "invoke"], "run"),
     **dict.fromkeys(["commands", "shell", "terminal"], "command"),
     **dict.fromkeys(["counts", "counting", "number", "many", "total"], "count"),
-    **dict.fromkeys(["creates", "creating", "new", "make", "makes", "generate", "add"], "create"),
-    **dict.fromkeys(["writes", "writing", "wrote", "save", "saves", "store", "put", "type"], "write"),
+    **dict.fromkeys(["creates", "creating", "make", "makes", "generate"], "create"),
+    **dict.fromkeys(["writes", "writing", "wrote", "save", "saves", "store", "put"], "write"),
     **dict.fromkeys(["replaces", "replacing", "substitute", "swap", "switch"], "replace"),
     **dict.fromkeys(["changes", "changing", "update", "updates", "modify", "edit"], "change"),
     **dict.fromkeys(["delete", "deletes", "remove", "removes", "erase", "rm", "wipe", "destroy"], "delete"),
@@ -180,12 +184,32 @@ def asks_about(request: str) -> bool:
     return request.rstrip().endswith("?") or (bool(words) and words[0].lower().strip(",") in _ASKING)
 
 
+WRITING_TOOLS = frozenset(["write_file", "edit_file"])
+CHANGE_VERBS = frozenset(["create", "write", "replace", "change", "rename"])
+_POLITE = frozenset(["can", "could", "would", "will", "i", "please"])
+
+
+def tells_to_change(request: str) -> bool:
+    """Whether ``request`` tells to write or edit a file: its first verb (``VERBS``) is one of
+    ``CHANGE_VERBS`` and it is not a question ("What's new in README.md?", "What does make do
+    in the Makefile?" are no writes; "Could you make me a file ...?" is one)."""
+    words = request.split()
+    first_word = words[0].lower().strip(",") if words else ""
+    if first_word in QUESTION_WORDS and first_word not in _POLITE:
+        return False
+    first = next((word for word in cue_words(request) if word in VERBS), None)
+    return first in CHANGE_VERBS
+
+
 def choose_tool(request: str, offered: Collection[str]) -> tuple[str, int] | None:
     """The offered built-in tool that ``request`` asks for and its score, or ``None`` when no
-    offered tool scores or it asks what no tool does (``REFUSED``). Ties go to the tool first
+    offered tool scores or it asks what no tool does (``REFUSED``). A tool that writes a file
+    only when the request tells to change one (``tells_to_change``). Ties go to the tool first
     in ``CUES``."""
     if asks_refused(request):
         return None
+    if not tells_to_change(request):
+        offered = [tool for tool in offered if tool not in WRITING_TOOLS]
     scores = tool_scores(request)
     ranked = sorted((tool for tool in scores if tool in offered), key=lambda t: -scores[t])
     return (ranked[0], scores[ranked[0]]) if ranked else None
