@@ -34,7 +34,11 @@ ROUTES = [
     # a word a demo has by chance decides nothing ("Is there a file called setup.py here?")
     ("Is there a TODO in station.py?", "grep", {"pattern": ["TODO"]}),
     ("Search for the word battery.", "grep", {"pattern": ["battery"]}),
-    ("Write the words see you soon to bye.txt.", "write_file", {"content": ["see you soon"]}),
+    (
+        "Write the words see you soon to bye.txt.",
+        "write_file",
+        {"content": ["see you soon"], "path": ["bye.txt"]},
+    ),
     # an identifier's parts are never cues ("write_report" is not a write)
     ("Which file defines write_report?", "grep", {}),
     # a file tool only for a request that names a file ("Show me all TODOs" read a file "TODOs")
@@ -45,8 +49,16 @@ ROUTES = [
     ("how many words are in README.md", "run_command", {"command": ["wc -w README.md"]}),
     ("Line count of README.md?", "run_command", {"command": ["wc -l README.md"]}),
     # spans copied whole (the model stopped "meeting at noon" after "meeting")
-    ("Create notes.txt with the text meeting at noon.", "write_file", {"content": ["meeting at noon"]}),
-    ("Put the text lunch at one in lunch.txt.", "write_file", {"content": ["lunch at one"]}),
+    (
+        "Create notes.txt with the text meeting at noon.",
+        "write_file",
+        {"content": ["meeting at noon"], "path": ["notes.txt"]},
+    ),
+    (
+        "Put the text lunch at one in lunch.txt.",
+        "write_file",
+        {"content": ["lunch at one"], "path": ["lunch.txt"]},
+    ),
     (
         "Change celsius to kelvin in config.ini.",
         "edit_file",
@@ -190,3 +202,12 @@ def test_a_polite_request_to_change_a_file_is_one(
 ) -> None:
     demo = local_prompt.nearest_demo(request_text, specs)
     assert demo is not None and demo.tool == tool
+
+
+def test_a_write_goes_only_to_the_file_named_as_its_target(specs: tuple[ToolSpec, ...]) -> None:
+    # "Write me a summary of README.md" chose write_file with README.md as its path: README.md
+    # is what to read (after "of"), no target
+    assert local_prompt.nearest_demo("Write me a summary of README.md", specs) is None
+    assert call_spans("write_file", "Write hello world into hello.txt.")["path"] == ["hello.txt"]
+    notes = call_spans("write_file", "Create notes.txt with the text meeting at noon.")
+    assert notes["path"] == ["notes.txt"]

@@ -34,7 +34,7 @@ from ...model import ToolSpec
 from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, REFUSAL, ROUTING_DEMOS, Demo
 from .intent import asks_about, asks_refused, choose_tool, cue_words
-from .spans import call_spans, edit_pairs
+from .spans import call_spans, edit_pairs, write_target
 from .words import content_words as _words
 from .words import file_names
 
@@ -80,7 +80,8 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     else a demo of the built-in tool the request's cue words ask for (``intent.choose_tool``),
     the one of that tool nearest the request (``_demo_of``; a tool that reads or writes a file
     only when the request names one: "Show me all TODOs" is a search; an edit only when the
-    request says what to replace with what, ``spans.edit_pairs``); else, when the request names
+    request says what to replace with what, ``spans.edit_pairs``; a write only when it names the
+    file the write goes to, ``spans.write_target``); else, when the request names
     a file and asks about it (``intent.asks_about``: a question, not "Send config.ini to Bob"),
     the ``read_file`` demo; else ``None`` (no tool is guessed)."""
     fitting = _fitting(tools)
@@ -91,6 +92,8 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     offered = known if file_names(request) else known - FILE_TOOLS
     if not edit_pairs(request):
         offered = offered - {"edit_file"}  # an edit needs what to replace and with what
+    if write_target(request) is None:
+        offered = offered - {"write_file"}  # a write needs the file it goes to ("to x.txt")
     chosen = choose_tool(request, offered)
     if chosen is not None:
         return _demo_of(chosen[0], request, fitting)

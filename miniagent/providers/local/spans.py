@@ -3,6 +3,8 @@
 Invariants (each function returns ``[]`` or ``None`` when the request has no such span, and the
 grammar then falls back to words copied one by one):
 
+- ``write_target``: the file a write goes to, named right after "to", "into", "called", "file",
+  "create"...; never a file named as what to read ("a summary of README.md").
 - ``write_content``: the text a write puts in its file: text in quotes, else the words after
   the last content marker (``says``, ``text``, ``containing``, ``words``...) or after the
   write's verb, up to the target phrase ("to bye.txt", "in a file called note.txt") or the
@@ -26,6 +28,7 @@ the request is what the user wrote, whole.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from .words import STRIP, is_file_name, split_words
@@ -39,6 +42,7 @@ __all__ = [
     "markers",
     "searched_word",
     "write_content",
+    "write_target",
 ]
 
 _QUOTED = re.compile("\"([^\"]+)\"|'([^']+)'|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
@@ -70,6 +74,25 @@ _LEAD = frozenset(["the", "a", "an", "that", "saying", "with"])
 
 def _quoted(request: str) -> list[str]:
     return [next(g for g in match.groups() if g) for match in _QUOTED.finditer(request)]
+
+
+_TARGET_BEFORE = frozenset(
+    ["to", "into", "in", "as", "inside", "called", "named", "file", "create", "make", "write", "save"]
+)
+"""Words right before the file a write goes to ("to bye.txt", "a file named x.txt", "Create
+notes.txt"); a file after "of", "from" or "about" is what to read ("Write me a summary of
+README.md": README.md is no target)."""
+
+
+def write_target(request: str) -> str | None:
+    """The file a write of ``request`` goes to: the last file name right after a word of
+    ``_TARGET_BEFORE``, or ``None``."""
+    tokens = split_words(request)
+    found = None
+    for before, token in itertools.pairwise(tokens):
+        if is_file_name(token) and before.lower() in _TARGET_BEFORE:
+            found = token
+    return found
 
 
 def write_content(request: str) -> list[str]:
@@ -227,6 +250,7 @@ def call_spans(tool: str, request: str) -> dict[str, list[str]]:
     spans: dict[str, list[str]] = {}
     if tool == "write_file":
         spans["content"] = write_content(request)
+        spans["path"] = [target] if (target := write_target(request)) else []
     elif tool == "edit_file" and edit_pairs(request):
         old, new = edit_pairs(request)[0]
         spans.update(old_text=[old], new_text=[new])
