@@ -211,3 +211,20 @@ def test_a_write_goes_only_to_the_file_named_as_its_target(specs: tuple[ToolSpec
     assert call_spans("write_file", "Write hello world into hello.txt.")["path"] == ["hello.txt"]
     notes = call_spans("write_file", "Create notes.txt with the text meeting at noon.")
     assert notes["path"] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Update the version in setup.py to 2.0",  # replaced the word "version": 2.0="1.0"
+        "Replace line 3 of notes.txt with hi",  # replaced the first "3" of the file
+        "In notes.txt change it to hello",
+        "Change the first line of notes.txt to hello",
+        "Replace the contents of notes.txt with hello",  # read it, as if done
+    ],
+)
+def test_a_change_that_names_no_text_to_replace_is_refused(
+    specs: tuple[ToolSpec, ...], request_text: str
+) -> None:
+    assert edit_pairs(request_text) == []
+    assert local_prompt.nearest_demo(request_text, specs) is None

@@ -33,7 +33,7 @@ from ...messages import Message
 from ...model import ToolSpec
 from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, REFUSAL, ROUTING_DEMOS, Demo
-from .intent import asks_about, asks_refused, choose_tool, cue_words
+from .intent import WRITING_TOOLS, asks_about, asks_refused, choose_tool, cue_words, tells_to_change
 from .spans import call_spans, edit_pairs, write_target
 from .words import content_words as _words
 from .words import file_names
@@ -81,7 +81,9 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     the one of that tool nearest the request (``_demo_of``; a tool that reads or writes a file
     only when the request names one: "Show me all TODOs" is a search; an edit only when the
     request says what to replace with what, ``spans.edit_pairs``; a write only when it names the
-    file the write goes to, ``spans.write_target``); else, when the request names
+    file the write goes to, ``spans.write_target``; a request to change a file that no write or
+    edit fits gets no other tool: "Replace line 3 of notes.txt with hi" is refused, not read);
+    else, when the request names
     a file and asks about it (``intent.asks_about``: a question, not "Send config.ini to Bob"),
     the ``read_file`` demo; else ``None`` (no tool is guessed)."""
     fitting = _fitting(tools)
@@ -95,6 +97,8 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     if write_target(request) is None:
         offered = offered - {"write_file"}  # a write needs the file it goes to ("to x.txt")
     chosen = choose_tool(request, offered)
+    if chosen is not None and tells_to_change(request) and chosen[0] not in WRITING_TOOLS:
+        return None  # a change it cannot make is refused, never answered by a read
     if chosen is not None:
         return _demo_of(chosen[0], request, fitting)
     if file_names(request) and asks_about(request) and not asks_refused(request):

@@ -12,7 +12,8 @@ grammar then falls back to words copied one by one):
 - ``edit_pairs``: ``(old, new)`` pairs of a replacement: "replace X with Y", "change X to Y",
   "rename X to Y", "from X to Y", "X -> Y". ``old`` is X without a lead ("the word"), and
   first its last word when only that is a name or number ("the station Hilltop": ``Hilltop``);
-  ``new`` is Y without the "in FILE" that names the file.
+  ``new`` is Y without the "in FILE" that names the file. No pair when X names a place or a
+  setting, not a text ("the first line", "line 3", "it", "the version": ``_vague``).
 - ``folder``: the folder a listing names ("the data folder", "inside src/", "in docs"), ``""``
   for the project itself ("here", "the project", "top level"), ``None`` when it names none.
 - ``backticked``: the code in backticks (a command to run as written); ``count_command``: the
@@ -152,6 +153,25 @@ _IN_FILE = re.compile(r"\s+(?:in|of|inside|within|on)\s+(?:the\s+)?(?:file\s+)?\
 _OLD_LEAD = re.compile(r"^(?:all\s+)?(?:the\s+)?(?:word|text|string|value|name)?\s*", re.I)
 
 
+_VAGUE_OLD = frozenset(
+    ["it", "all", "every", "each", "everything", "line", "lines", "first", "last", "contents", "content"]
+)
+"""First words of an old text that name a place or a part, not the text itself ("the first
+line", "line 3", "every a", "it", "the contents of notes.txt")."""
+
+
+def _vague(old: str) -> bool:
+    """Whether the ``old`` of "change OLD to NEW" names no text to find: a place or a part
+    (``_VAGUE_OLD``), or "the" and one lower-case word, a setting's name ("Update the version
+    in setup.py to 2.0" is no replacement of the word "version")."""
+    words = [w.lower() for w in split_words(old) if w]
+    if words and words[0] == "the":
+        words = words[1:]
+        if len(words) == 1 and words[0].isalpha() and words[0].islower():
+            return True
+    return bool(words) and words[0] in _VAGUE_OLD
+
+
 def edit_pairs(request: str) -> list[tuple[str, str]]:
     """The ``(old, new)`` pairs of a replacement in ``request`` (module invariants), best first."""
     text = " ".join(request.split())
@@ -169,7 +189,7 @@ def edit_pairs(request: str) -> list[tuple[str, str]]:
     new = _IN_FILE.sub("", new).strip().rstrip(".!?").strip()
     old_words = [w for w in split_words(_OLD_LEAD.sub("", old.strip())) if w]
     new = _strip_quotes(new)
-    if re.match(r"^from\s", " ".join(old_words), re.I) or not old_words or not new:
+    if re.match(r"^from\s", " ".join(old_words), re.I) or not old_words or not new or _vague(old):
         return []
     last = old_words[-1]
     lead = old_words[:-1]
