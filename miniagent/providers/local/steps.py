@@ -35,7 +35,20 @@ WRITING_TOOLS = frozenset(["write_file", "edit_file"])
 """The built-in tools that change a file."""
 
 WRITE_WORDS = frozenset(
-    ["write", "save", "copy", "append", "rename", "move", "store", "put", "prepend", "duplicate", "overwrite"]
+    [
+        "write",
+        "save",
+        "copy",
+        "append",
+        "rename",
+        "move",
+        "store",
+        "put",
+        "prepend",
+        "duplicate",
+        "overwrite",
+        "replace",
+    ]
 )
 """Words that ask for a write whatever demo is nearest (``content_words`` forms)."""
 
