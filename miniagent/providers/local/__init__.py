@@ -25,9 +25,13 @@ Files, reading top down (each imports only those below it):
 - ``server``: ``LocalServer``: the child, its handshake and health.
 - ``native``: ``LocalChatClient``, the default: llama.cpp's ``/completion`` with our prompt and
   a grammar per turn, the prompt cache on disk, runs taking turns through a lock file.
-- ``grammar``: the turn policy and the GBNF grammars (a call copied from the request, an
-  answer quoting the result).
+- ``grammar``: the turn policy and the GBNF grammars of calls (copied from the request) and
+  of JSON answers; ``quotes``: the grammar of an answer quoting a tool result.
 - ``prompt``: the ChatML prompt: a fixed prefix of demos, then the conversation.
+- ``choose``: which demo (so which tool) a request gets; ``intent``: the router of cue words
+  that picks a built-in tool; ``spans``: arguments read whole from a request's words;
+  ``any_tool``: calls of tools no demo knows (``@tool``, MCP); ``steps``: refusals (requests
+  of two steps, requests no tool does); ``words``: the words of requests.
 - ``demos``: the demos, the one file here naming the built-in tools.
 - ``http_clients``: the OpenAI/Anthropic clients whose errors name the local model.
 - ``template``: the chat template of the ``openai``/``anthropic`` paths (the Hermes

@@ -42,8 +42,9 @@ from ...messages import Message
 from ...model import ToolSpec
 from ...output import is_feedback
 from .any_tool import call_spec
+from .choose import demo_tools
 from .demos import Demo
-from .prompt import attached_text, demo_tools, last_request
+from .prompt import attached_text, last_request
 from .quotes import answer_grammar, quote_rule
 from .quotes import literal as _literal
 from .spans import call_spans
