@@ -228,3 +228,27 @@ def test_a_change_that_names_no_text_to_replace_is_refused(
 ) -> None:
     assert edit_pairs(request_text) == []
     assert local_prompt.nearest_demo(request_text, specs) is None
+
+
+ADD_TODO = ToolSpec(
+    "add_todo",
+    "Add an item to the to-do list.",
+    {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "priority": {"type": "string", "enum": ["low", "high"]}},
+        "required": ["title"],
+    },
+)
+
+
+def test_a_tool_no_demo_knows_takes_a_request_only_when_nearer_than_the_routers_tool(
+    specs: tuple[ToolSpec, ...],
+) -> None:
+    tools = [*specs, ADD_TODO]
+    # beside an MCP add_todo, a search for a TODO comment took add_todo ("todo" in its name)
+    search = local_prompt.nearest_demo("Find the TODO comment in this project.", tools)
+    assert search is not None and search.tool == "grep"
+    added = local_prompt.nearest_demo("Add a todo: buy stamps, high priority.", tools)
+    assert added is not None and added.custom and added.tool == "add_todo"
+    named = local_prompt.nearest_demo("use add_todo to find the TODO", tools)
+    assert named is not None and named.tool == "add_todo"  # a tool the request names wins

@@ -3,8 +3,10 @@
 Invariants:
 
 - A tool no built-in demo knows (``@tool``, MCP) is chosen when it is nearer the request than
-  every built-in demo (``any_tool.nearest_tool`` against the demos' intent words): a ``custom``
-  demo of it, which is not shown.
+  every built-in demo (``any_tool.nearest_tool`` against the demos' intent words) and than the
+  built-in tool the router picks (twice its score at least that tool's: "Find the TODO comment"
+  is a search even beside an MCP ``add_todo``), or when the request names it: a ``custom`` demo
+  of it, which is not shown.
 - Else the built-in tool the request's cue words ask for (``intent.choose_tool``), among:
 
   - the file tools only when the request names a file ("Show me all TODOs" is a search);
@@ -56,15 +58,19 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     ``tools`` (module invariants), or ``None`` when no tool is to be called."""
     fitting = _fitting(tools)
     known = {demo.tool for demo in fitting}
-    other, score = nearest_tool(request, [spec for spec in tools if spec.name not in known])
-    if other is not None and score > _overlap(request, fitting):
-        return Demo(request, other.name, {}, "", "", custom=True)
     offered = known if file_names(request) else known - FILE_TOOLS
     if not edit_pairs(request):
         offered = offered - {"edit_file"}  # an edit needs what to replace and with what
     if write_target(request) is None:
         offered = offered - {"write_file"}  # a write needs the file it goes to ("to x.txt")
     chosen = choose_tool(request, offered)
+    other, score = nearest_tool(request, [spec for spec in tools if spec.name not in known])
+    if (
+        other is not None
+        and score > _overlap(request, fitting)
+        and (chosen is None or 2 * score >= chosen[1])
+    ):
+        return Demo(request, other.name, {}, "", "", custom=True)
     if chosen is not None and tells_to_change(request) and chosen[0] not in WRITING_TOOLS:
         return None  # a change it cannot make is refused, never answered by a read
     if chosen is not None:
