@@ -41,8 +41,7 @@ def answers_then_waits(conn: socket.socket, release: threading.Event) -> None:
     conn.recv(65536)
     conn.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.amazon.eventstream\r\n"
-        b"Transfer-Encoding: chunked\r\n\r\n"
-        + b"%x\r\n%s\r\n" % (len(FIRST_EVENT), FIRST_EVENT)
+        b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n" % (len(FIRST_EVENT), FIRST_EVENT)
     )
     release.wait(30)
 
@@ -80,7 +79,5 @@ def test_cancel_while_reading_a_silent_stream() -> None:
 def test_cancel_through_a_proxy_that_waits(monkeypatch: pytest.MonkeyPatch, scheme: str) -> None:
     with listening(reads_then_waits) as proxy:
         monkeypatch.setenv(f"{scheme.upper()}_PROXY", f"http://127.0.0.1:{proxy.port}")
-        latency = cancel_latency(
-            _client(f"{scheme}://bedrock-runtime.example.test"), HI, proxy.seen.is_set
-        )
+        latency = cancel_latency(_client(f"{scheme}://bedrock-runtime.example.test"), HI, proxy.seen.is_set)
     assert latency < LIMIT

@@ -173,10 +173,10 @@ def test_content_copied_into_a_file_is_never_a_file_name(builtin: list[ToolSpec]
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
     content = next(body for name, body in rules.items() if name.endswith("-content"))
     assert content == '"\\"good morning\\""'  # the request's span, whole
-    unspanned = "Create a file greeting.txt"  # no text given: copied words, never the file name
-    grammar = turn_grammar(
-        [Message("user", unspanned)], builtin, local_prompt.nearest_demo(unspanned, builtin)
-    )
+    unspanned = "Create a file greeting.txt"  # no text given: no write ("Create Create Create")
+    assert local_prompt.nearest_demo(unspanned, builtin) is None
+    write = next(d for d in local_prompt.DEMOS if d.tool == "write_file")  # a demo's template:
+    grammar = turn_grammar([Message("user", unspanned)], builtin, write)  # copied, never the name
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
     content = next(body for name, body in rules.items() if name.endswith("-content"))
     assert "prose" in content and "greeting.txt" not in rules["prose"]

@@ -252,3 +252,30 @@ def test_a_tool_no_demo_knows_takes_a_request_only_when_nearer_than_the_routers_
     assert added is not None and added.custom and added.tool == "add_todo"
     named = local_prompt.nearest_demo("use add_todo to find the TODO", tools)
     assert named is not None and named.tool == "add_todo"  # a tool the request names wins
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # found by a new user, each written over an existing file (exit 0, "Done:")
+        "Create recipes.txt",  # "Create Create Create"
+        "Save shopping.txt",  # "Save"
+        "write to todo.md",  # "write to to to to to to to"
+        "Write a file called shopping.txt",  # "file called"
+        "Create a new file called ideas.txt",  # "new file"
+    ],
+)
+def test_a_write_without_its_text_is_never_made(specs: tuple[ToolSpec, ...], request_text: str) -> None:
+    assert write_content(request_text) == []
+    assert local_prompt.nearest_demo(request_text, specs) is None
+
+
+def test_a_quoted_file_name_with_spaces_is_one_file(specs: tuple[ToolSpec, ...]) -> None:
+    # found by a new user: 'Create a file called "meal plan.txt" that says soup on monday'
+    # wrote over plan.txt
+    request = 'Create a file called "meal plan.txt" that says soup on monday'
+    assert call_spans("write_file", request) == {"content": ["soup on monday"], "path": ["meal plan.txt"]}
+    demo = local_prompt.nearest_demo("Read 'my notes/party plan.txt'", specs)
+    assert demo is not None and demo.tool == "read_file"
+    grammar = turn_grammar([Message("user", "Read 'my notes/party plan.txt'")], specs, demo)
+    assert 'file ::= "my notes/party plan.txt"' in grammar

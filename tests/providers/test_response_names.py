@@ -16,10 +16,18 @@ from tests.providers_server import fixture, sse, stream_reply, whole
 
 CASES = [
     (openai_client, "openai-text.sse", "gpt-4o-2024-08-06", "chatcmpl-9tXjg9DdaOfymTPDrSLfxslQEH0C2"),
-    (anthropic_client, "anthropic-text.sse", "claude-3-opus-latest",
-     "msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK"),
-    (responses_client, "responses-text.sse", "gpt-4o-mini-2024-07-18",
-     "resp_823b29a909584d572be97b3cf9af53dcd43ca4de36e3eaf7"),
+    (
+        anthropic_client,
+        "anthropic-text.sse",
+        "claude-3-opus-latest",
+        "msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK",
+    ),
+    (
+        responses_client,
+        "responses-text.sse",
+        "gpt-4o-mini-2024-07-18",
+        "resp_823b29a909584d572be97b3cf9af53dcd43ca4de36e3eaf7",
+    ),
     (gemini_client, "gemini-text.sse", "gemini-2.0-flash", "pdSfaOurIPqAm9IPucqbqA4"),
 ]
 

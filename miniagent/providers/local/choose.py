@@ -11,7 +11,9 @@ Invariants:
 
   - the file tools only when the request names a file ("Show me all TODOs" is a search);
   - ``edit_file`` only when the request says what to replace with what (``spans.edit_pairs``);
-  - ``write_file`` only when it names the file the write goes to (``spans.write_target``);
+  - ``write_file`` only when it names the file the write goes to (``spans.write_target``) and
+    the text to write (``spans.write_content``: "Create recipes.txt" wrote "Create Create
+    Create" over it);
 
   and a request that tells to change a file which no write or edit fits gets no tool at all
   ("Replace line 3 of notes.txt with hi" is refused, never answered by a read). The demo is
@@ -32,7 +34,7 @@ from ...model import ToolSpec
 from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, ROUTING_DEMOS, Demo
 from .intent import WRITING_TOOLS, asks_about, asks_refused, choose_tool, cue_words, tells_to_change
-from .spans import call_spans, edit_pairs, write_target
+from .spans import call_spans, edit_pairs, write_content, write_target
 from .words import content_words as _words
 from .words import file_names
 
@@ -61,8 +63,8 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     offered = known if file_names(request) else known - FILE_TOOLS
     if not edit_pairs(request):
         offered = offered - {"edit_file"}  # an edit needs what to replace and with what
-    if write_target(request) is None:
-        offered = offered - {"write_file"}  # a write needs the file it goes to ("to x.txt")
+    if write_target(request) is None or not write_content(request):
+        offered = offered - {"write_file"}  # a write needs the file it goes to and its text
     chosen = choose_tool(request, offered)
     other, score = nearest_tool(request, [spec for spec in tools if spec.name not in known])
     if (

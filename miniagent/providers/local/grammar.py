@@ -177,10 +177,12 @@ FILE_TOOLS = WRITING_TOOLS | {"read_file"}
 
 
 def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -> list[ToolSpec]:
-    """``tools`` without what would be a guess: the built-in file tools when ``request`` names no
-    file ("Translate this poem into French." wrote a file "this", then read one), and without a
-    demo (``demo`` false) ``GUESSED_TOOLS``."""
+    """``tools`` without what would be a guess: the built-in tools that write (a write or an
+    edit is made only with the spans of the request that asks for it, ``spans``), the built-in
+    file tools when ``request`` names no file ("Translate this poem into French." wrote a file
+    "this", then read one), and without a demo (``demo`` false) ``GUESSED_TOOLS``."""
     left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
+    left = [t for t in left if t.name not in WRITING_TOOLS]  # a write is never a guess
     return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
 
 

@@ -78,6 +78,7 @@ class Server(Protocol):
     prompt_cache: Path | None
     """The folder of saved prefix slots, or ``None`` for no cache on disk."""
 
+
 PROVIDER = "local model"
 _CALL_NAME = re.compile(r'"name"\s*:\s*("(?:[^"\\]|\\.)*")')  # the name of a cut <tool_call>
 _log = logging.getLogger("miniagent.providers.local")

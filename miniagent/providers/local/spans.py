@@ -8,7 +8,8 @@ grammar then falls back to words copied one by one):
 - ``write_content``: the text a write puts in its file: text in quotes, else the words after
   the last content marker (``says``, ``text``, ``containing``, ``words``...) or after the
   write's verb, up to the target phrase ("to bye.txt", "in a file called note.txt") or the
-  end. Never a file name.
+  end. Never a file name, never only the words of the target phrase ("Write a file called
+  shopping.txt" gives none: it wrote "file called" over shopping.txt).
 - ``edit_pairs``: ``(old, new)`` pairs of a replacement: "replace X with Y", "change X to Y",
   "rename X to Y", "from X to Y", "X -> Y". ``old`` is X without a lead ("the word"), and
   first its last word when only that is a name or number ("the station Hilltop": ``Hilltop``);
@@ -108,7 +109,7 @@ def write_content(request: str) -> list[str]:
         starts = [i + 1 for i, word in enumerate(lowered) if word in _WRITE_VERBS][:1]
     for start in reversed(starts):
         span = _until_target(tokens, start)
-        if span:
+        if span and not all(word.lower() in _TARGET_FILLER | _TARGET_START for word in span):
             return [" ".join(span)]
     return []
 

@@ -1,9 +1,14 @@
 """Words of requests, as the embedded model's demo chooser and guards compare them.
 
-Invariants: ``content_words`` is lower case and drops paths, file names, code in backticks,
-stop words and a plural ``s``; ``is_file_name`` is true of a word with a dot or slash between
-other characters (``notes.txt``, ``data/x``; not ``etc.``) and of ``README``, ``Makefile``...;
-``file_names`` are the request's file names in order, each once, outer punctuation stripped.
+Invariants:
+
+- ``split_words`` splits at white space, but a quoted text with a file name in it is one word
+  (``"meal plan.txt"`` once became ``plan.txt``, written over an existing file);
+- ``content_words`` is lower case and drops paths, file names, code in backticks, stop words
+  and a plural ``s``;
+- ``is_file_name`` is true of a word with a dot or slash between other characters
+  (``notes.txt``, ``data/x``; not ``etc.``) and of ``README``, ``Makefile``...;
+- ``file_names`` are the request's file names in order, each once, outer punctuation stripped.
 """
 
 from __future__ import annotations
@@ -93,9 +98,22 @@ def is_file_name(word: str) -> bool:
     return word.lower() in BARE_FILE_NAMES and (word.isupper() or word.istitle())
 
 
+_TOKEN = re.compile(r"(?<!\w)\"([^\"]+)\"(?!\w)|(?<!\w)'([^']+)'(?!\w)|(\S+)")
+"""A word: a quoted text with a space in it (``"meal plan.txt"``), else a run without white
+space. A single quote inside a word (``What's``) opens no quote."""
+
+
 def split_words(text: str) -> list[str]:
-    """The words of ``text`` (split at white space), outer punctuation stripped."""
-    return [word.strip(STRIP) for word in text.split()]
+    """The words of ``text`` (split at white space, but a quoted text with a file name in it is
+    one word: ``"meal plan.txt"``), outer punctuation stripped."""
+    words: list[str] = []
+    for match in _TOKEN.finditer(text):
+        quoted = match.group(1) or match.group(2)
+        if quoted is not None and " " in quoted.strip() and is_file_name(quoted):
+            words.append(quoted.strip())
+        else:
+            words.extend(word.strip(STRIP) for word in match.group(0).split())
+    return words
 
 
 def file_names(request: str) -> list[str]:
