@@ -18,6 +18,7 @@ from miniagent.providers.local import prompt as local_prompt
 from miniagent.providers.local.grammar import turn_grammar
 from miniagent.providers.local.intent import cue_words
 from miniagent.providers.local.spans import call_spans, edit_pairs, folder, write_content
+from miniagent.providers.local.steps import TWO_TASKS
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ ROUTES = [
     ("Show me what's in the data directory.", "list_dir", {"path": ["data"]}),
     # a word a demo has by chance decides nothing ("Is there a file called setup.py here?")
     ("Is there a TODO in station.py?", "grep", {"pattern": ["TODO"]}),
-    ("Search for the word battery.", "grep", {"pattern": ["battery"]}),
+    ("Search for the word battery.", "grep", {"pattern": ["(?i)battery"]}),
     (
         "Write the words see you soon to bye.txt.",
         "write_file",
@@ -69,11 +70,11 @@ ROUTES = [
     (
         "I'm looking for wherever the project mentions the thermometer. Can you find it?",
         "grep",
-        {"pattern": ["thermometer"]},
+        {"pattern": ["(?i)thermometer"]},
     ),
     ("Just joined this repo. Could you list what's in it?", "list_dir", {}),
-    ("Which file mentions celsius?", "grep", {"pattern": ["celsius"]}),
-    ("Look for the word battery in the docs.", "grep", {"pattern": ["battery"]}),
+    ("Which file mentions celsius?", "grep", {"pattern": ["(?i)celsius"]}),
+    ("Look for the word battery in the docs.", "grep", {"pattern": ["(?i)battery"]}),
     (
         "Update config.ini: replace Hilltop by Lakeside.",
         "edit_file",
@@ -279,3 +280,65 @@ def test_a_quoted_file_name_with_spaces_is_one_file(specs: tuple[ToolSpec, ...])
     assert demo is not None and demo.tool == "read_file"
     grammar = turn_grammar([Message("user", "Read 'my notes/party plan.txt'")], specs, demo)
     assert 'file ::= "my notes/party plan.txt"' in grammar
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # found by a new user: each listed the folder and answered with the listing
+        "Email the shopping list to my sister",
+        "Empty the file shopping.txt",
+        "Send config.ini to Bob.",
+    ],
+)
+def test_a_command_no_tool_knows_is_refused(specs: tuple[ToolSpec, ...], request_text: str) -> None:
+    assert local_prompt.nearest_demo(request_text, specs) is None
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # found by a new user: the edit was made and answered "Done:", the count never came
+        "Replace milk with oat milk in shopping.txt and tell me how many lines it has",
+        "First read todo.md, then replace whisk with spatula in it",  # only read
+    ],
+)
+def test_a_request_of_two_tasks_is_refused_before_any_call(
+    specs: tuple[ToolSpec, ...], request_text: str
+) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    grammar = turn_grammar([Message("user", request_text)], specs, demo)
+    assert grammar == f'root ::= "{TWO_TASKS}"\n'
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Run `ls data` and tell me the output.",  # the answer is no second task
+        "Open docs/maintenance.txt and read it to me.",
+        "Find the TODO and FIXME comments",
+    ],
+)
+def test_one_task_said_in_two_clauses_is_one(specs: tuple[ToolSpec, ...], request_text: str) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    grammar = turn_grammar([Message("user", request_text)], specs, demo)
+    assert "<tool_call>" in grammar
+
+
+def test_small_things_a_new_user_met(specs: tuple[ToolSpec, ...]) -> None:
+    assert folder("List the folder my notes") is None  # was list_dir("the")
+    assert folder('List the folder "my notes"') == "my notes"
+    counted = call_spans("run_command", "how many lines does recipes.txt and shopping.txt have")
+    assert counted == {"command": ["wc -l recipes.txt shopping.txt"]}  # was one of them
+    assert call_spans("run_command", "How many lines does 'party plan.txt' have?") == {
+        "command": ["wc -l 'party plan.txt'"]
+    }
+    # a search finds the word in any case ("lentil" missed "Lentil curry")
+    assert call_spans("grep", "Search for the word lentil in the project") == {"pattern": ["(?i)lentil"]}
+    call = ToolCall("c1", "grep", {"pattern": "crème"})
+    messages = [
+        Message("user", "Search for the word crème"),
+        Message("assistant", "", (call,)),
+        Message("tool", "no matches for 'crème'", tool_call_id="c1"),
+    ]
+    assert turn_grammar(messages, specs, None).startswith('root ::= ( "Nothing found: " )')  # was "Found:"

@@ -44,11 +44,12 @@ from ...output import is_feedback
 from .any_tool import call_spec
 from .choose import demo_tools
 from .demos import Demo
+from .intent import two_tasks
 from .prompt import attached_text, last_request
 from .quotes import answer_grammar, quote_rule
 from .quotes import literal as _literal
 from .spans import call_spans
-from .steps import WRITING_TOOLS, refusal, two_step_refusal
+from .steps import TWO_TASKS, WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
 from .words import file_names, is_file_name, split_words
 
@@ -154,6 +155,8 @@ def turn_grammar(
     if demo is not None and demo.tool in WRITING_TOOLS and not file_names(request):
         demo = None  # a write needs the file the request names: never a guessed one
     two_steps = two_step_refusal(request, demo) if WRITING_TOOLS & {t.name for t in tools} else None
+    if two_steps is None and (demo is None or not demo.custom) and two_tasks(request):
+        two_steps = TWO_TASKS
     if two_steps is not None and output_schema is None:
         return f"root ::= {_literal(two_steps)}\n"
     if demo is not None and demo.custom:

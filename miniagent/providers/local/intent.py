@@ -32,7 +32,7 @@ from collections.abc import Collection
 
 from .spans import markers, write_content
 from .steps import QUESTION_WORDS
-from .words import PATH
+from .words import PATH, STOP_WORDS
 
 __all__ = [
     "CANONICAL",
@@ -41,9 +41,11 @@ __all__ = [
     "asks_about",
     "asks_refused",
     "choose_tool",
+    "commands_unknown",
     "cue_words",
     "tells_to_change",
     "tool_scores",
+    "two_tasks",
 ]
 
 CANONICAL = {
@@ -123,8 +125,14 @@ def cue_words(request: str) -> list[str]:
     return _canonical(request.replace(content[0], " ")) if content else words
 
 
+_LIST_NOUN = re.compile(
+    r"\b(the|a|an|my|your|our|this|that|shopping|grocery|todo|to-do|mailing|wish|reading)\s+list\b", re.I
+)
+"""A "list" that is a thing, not the verb ("Email the shopping list to my sister" listed a folder)."""
+
+
 def _canonical(text: str) -> list[str]:
-    text = _IDENTIFIER.sub(" ", PATH.sub(" ", text))
+    text = _IDENTIFIER.sub(" ", PATH.sub(" ", _LIST_NOUN.sub(r"\1 ", text)))
     return [CANONICAL.get(word, word) for word in re.findall(r"[a-z]+", text.lower())]
 
 
@@ -201,12 +209,86 @@ def tells_to_change(request: str) -> bool:
     return first in CHANGE_VERBS
 
 
+_NEUTRAL = STOP_WORDS | {"get", "let", "help", "use", "try", "go", "just", "now", "ok", "okay", "so", "hey"}
+_OBJECTS = frozenset(
+    ["the", "a", "an", "my", "your", "our", "this", "that", "these", "those", "all", "it", "me"]
+)
+
+
+def commands_unknown(request: str) -> bool:
+    """Whether ``request`` starts with a command no built-in tool knows: a first word (after
+    "please") that is no cue word, question word or filler, followed by an object ("Email the
+    shopping list to my sister", "Empty the file shopping.txt", "Send config.ini to Bob")."""
+    words = [w.strip(",.!?:;").lower() for w in request.split()]
+    while words and words[0] in {"please", "kindly"}:
+        words = words[1:]
+    if len(words) < 2 or not words[0].isalpha():
+        return False
+    known = words[0] in CANONICAL or words[0] in VERBS or any(words[0] in c for c in CUES.values())
+    if known or words[0] in _ASKING or words[0] in _NEUTRAL:
+        return False
+    return words[1] in _OBJECTS or bool(PATH.fullmatch(words[1]))
+
+
+_CLAUSE = re.compile(r",?\s+(?:and then|and also|then|and)\s+|;\s*|[.!?]\s+(?=[A-Za-z])", re.I)
+_ANSWER_WORDS = frozenset(
+    [
+        "show",
+        "tell",
+        "give",
+        "me",
+        "us",
+        "it",
+        "the",
+        "what",
+        "result",
+        "results",
+        "output",
+        "prints",
+        "printed",
+        "print",
+        "says",
+        "say",
+        "answer",
+        "report",
+        "to",
+        "back",
+        "comes",
+        "out",
+        "is",
+        "are",
+        "was",
+        "then",
+        "please",
+        "display",
+    ]
+)
+
+
+def two_tasks(request: str) -> bool:
+    """Whether ``request`` asks for two things that take two tools: two of its clauses ("...,
+    then ...", "... and ...") each ask for a different tool with a score of at least 3, not
+    counting a clause that only asks for the answer ("and tell me the output"). Found by a new
+    user: "Replace milk with oat milk in shopping.txt and tell me how many lines it has" made
+    the edit and answered "Done:" without the count."""
+    tools = set()
+    for clause in _CLAUSE.split(request):
+        words = [w.lower() for w in re.findall(r"[A-Za-z]+", clause)]
+        if not words or set(words) <= _ANSWER_WORDS:
+            continue
+        scores = tool_scores(clause)
+        best = max(scores, key=lambda tool: scores[tool], default=None)
+        if best is not None and scores[best] >= 3:
+            tools.add(best)
+    return len(tools) >= 2
+
+
 def choose_tool(request: str, offered: Collection[str]) -> tuple[str, int] | None:
     """The offered built-in tool that ``request`` asks for and its score, or ``None`` when no
-    offered tool scores or it asks what no tool does (``REFUSED``). A tool that writes a file
-    only when the request tells to change one (``tells_to_change``). Ties go to the tool first
-    in ``CUES``."""
-    if asks_refused(request):
+    offered tool scores or it asks what no tool does (``REFUSED``, ``commands_unknown``). A
+    tool that writes a file only when the request tells to change one (``tells_to_change``).
+    Ties go to the tool first in ``CUES``."""
+    if asks_refused(request) or commands_unknown(request):
         return None
     if not tells_to_change(request):
         offered = [tool for tool in offered if tool not in WRITING_TOOLS]

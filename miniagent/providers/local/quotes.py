@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from .demos import OPENERS, OTHER_OPENER
 from .words import content_words
 
-__all__ = ["QUOTE_CHARS", "QUOTE_LINES", "answer_grammar", "literal", "quote_rule"]
+__all__ = ["NOTHING_FOUND", "QUOTE_CHARS", "QUOTE_LINES", "answer_grammar", "literal", "quote_rule"]
 
 QUOTE_CHARS = 240
 """Longest quote of a tool result: longer lines are cut to this many characters."""
@@ -33,12 +33,18 @@ QUOTE_LINES = 40
 """Most lines of one tool result offered for quoting (the first ones)."""
 
 
+NOTHING_FOUND = "Nothing found: "
+"""The opener of the answer to a search that found nothing (``grep``'s "no matches for ...")."""
+
+
 def answer_grammar(result: str, tool: str = "", request: str = "") -> str:
     """The grammar of an answer to a tool ``result`` of the tool named ``tool``: its opener
     (``OPENERS``; ``OTHER_OPENER`` for other tools) and a quote: one line of the result or, when it
     fits in ``QUOTE_CHARS``, all of it with its lines joined by spaces. A line of a longer
     result is one of those sharing most words with ``request`` (``_relevant``), when some do."""
     opener, quoted = OPENERS.get(tool, (OTHER_OPENER, True))
+    if tool == "grep" and result.startswith("no matches"):
+        opener = NOTHING_FOUND  # 'Found: "no matches for ..."' read as a find
     openers = [opener]
     status = ""
     if tool == "run_command":

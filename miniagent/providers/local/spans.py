@@ -18,7 +18,7 @@ grammar then falls back to words copied one by one):
 - ``folder``: the folder a listing names ("the data folder", "inside src/", "in docs"), ``""``
   for the project itself ("here", "the project", "top level"), ``None`` when it names none.
 - ``backticked``: the code in backticks (a command to run as written); ``count_command``: the
-  ``wc`` command that counts what a request asks of the one file it names; ``markers``: the marker
+  ``wc`` command that counts what a request asks of the files it names; ``markers``: the marker
   comments named (``TODO``: what a search looks for); ``searched_word``: the word a search
   looks for ("mentions the thermometer": ``thermometer``).
 - ``call_spans`` gathers them per argument of a built-in tool's call.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import shlex
 
 from .words import STRIP, is_file_name, split_words
 
@@ -209,14 +210,21 @@ def _strip_quotes(text: str) -> str:
 
 
 _FOLDER_WORDS = r"folder|directory|dir|subfolder|subdirectory"
-_NOT_NAMES = frozenset(["a", "an", "each", "every", "which", "what", "that", "it"])
+_NOT_NAMES = frozenset(
+    ["a", "an", "the", "my", "your", "our", "each", "every", "which", "what", "that", "this", "it"]
+)
 """Words in a folder's place that name none ("list what's in it")."""
 _TOP = frozenset(["here", "project", "top", "root", "current", "this", "repo", "repository", "workspace"])
 
 
 def folder(request: str) -> str | None:
-    """The folder a listing in ``request`` names (module invariants)."""
+    """The folder a listing in ``request`` names (module invariants): a quoted name first, then
+    the word before "folder" ("the data folder"), after it ("the folder src"), or after "in" at
+    the end ("in docs"); a word that names no folder ("the", "my", "it") is passed over."""
     text = " ".join(request.split())
+    quoted = [q for q in _quoted(text) if not re.search(r"\.\w{1,5}$", q)]
+    if quoted and re.search(rf"\b(?:{_FOLDER_WORDS}|list|in|inside)\b", text, re.IGNORECASE):
+        return quoted[0].rstrip("/")
     for pattern in (
         rf"\b(?:the\s+)?([\w./-]+)\s+(?:{_FOLDER_WORDS})\b",
         rf"\b(?:{_FOLDER_WORDS})\s+(?:called\s+|named\s+)?([\w./-]+)",
@@ -226,17 +234,10 @@ def folder(request: str) -> str | None:
         if found is None:
             continue
         name = found.group(1).strip(STRIP)
-        if name.lower() in _TOP or name.lower() in {
-            "a",
-            "an",
-            "each",
-            "every",
-            "which",
-            "what",
-            "that",
-            "it",
-        }:
+        if name.lower() in _TOP:
             return ""
+        if name.lower() in _NOT_NAMES:
+            continue
         if re.fullmatch(r"[\w./-]+", name) and not re.search(r"\.\w{1,5}$", name):
             return name.rstrip("/") or ""
     if re.search(r"\b(?:here|project|top|root|current|repo|repository|workspace)\b", text, re.I):
@@ -248,14 +249,16 @@ _COUNTED = (("line", "-l"), ("word", "-w"), ("character", "-m"), ("char", "-m"),
 
 
 def count_command(request: str) -> str | None:
-    """``wc -l FILE`` (``-w`` words, ``-m`` characters, ``-c`` bytes) for a request to count the
-    lines (words...) of the one file it names, else ``None``."""
+    """``wc -l FILE...`` (``-w`` words, ``-m`` characters, ``-c`` bytes) for a request to count
+    the lines (words...) of the files it names (quoted for the shell when they need it), else
+    ``None`` ("how many lines do a.txt and b.txt have" counted one of them, measured)."""
     names = [n for n in split_words(request) if is_file_name(n)]
     lowered = request.lower()
-    if len(names) != 1 or not re.search(r"\b(?:how many|count|number of|total)\b", lowered):
+    if not names or not re.search(r"\b(?:how many|count|number of|total)\b", lowered):
         return None
     flag = next((f for word, f in _COUNTED if re.search(rf"\b{word}s?\b", lowered)), None)
-    return f"wc {flag} {names[0]}" if flag else None
+    quoted = [shlex.quote(name) for name in names]
+    return f"wc {flag} {' '.join(quoted)}" if flag else None
 
 
 def backticked(request: str) -> str | None:
@@ -281,7 +284,8 @@ def call_spans(tool: str, request: str) -> dict[str, list[str]]:
     elif tool == "list_dir":
         spans["path"] = [name] if (name := folder(request)) else []
     elif tool == "grep":
-        spans["pattern"] = markers(request)[:1] or searched_word(request)
+        word = [f"(?i){re.escape(w)}" for w in searched_word(request)]  # "lentil" finds "Lentil"
+        spans["pattern"] = markers(request)[:1] or word
     return {key: found for key, found in spans.items() if found}
 
 

@@ -12,6 +12,9 @@ Invariants:
   from a file: it names two or more files (one to read, one to write: "Read fruits.txt and
   write its lines in reverse order to reversed.txt"), or it derives the content from the file it
   names (``append``, ``reverse``, ``sort``, ``uppercase``...).
+- A request of two tasks that take two tools ("Replace milk with oat milk in shopping.txt and
+  tell me how many lines it has", ``intent.two_tasks``) is refused at once with ``TWO_TASKS``:
+  the model makes one call per request, and half of such a request was done with "Done:".
 - Such a request is refused at once, in one sentence that names its files, before any call:
   the model never writes a guess over a file the request names as its input (measured: the
   file name itself was written over the file, "fruits.txt" into fruits.txt).
@@ -29,7 +32,7 @@ import itertools
 from .demos import Demo
 from .words import content_words, file_names, split_words
 
-__all__ = ["refusal", "two_step_refusal"]
+__all__ = ["TWO_TASKS", "refusal", "two_step_refusal"]
 
 WRITING_TOOLS = frozenset(["write_file", "edit_file"])
 """The built-in tools that change a file."""
@@ -73,6 +76,9 @@ DERIVED_WORDS = frozenset(
     ]
 )
 """Words that make a write's content from a file's content (``content_words`` forms)."""
+
+TWO_TASKS = "I cannot do that in one step: it asks for two things. Ask me for one, then the other."
+"""The refusal of a request of two tasks for two tools (``intent.two_tasks``)."""
 
 _TARGET_WORDS = ("to", "into", "called", "named", "as")
 """Words before the file a write goes to ("... to reversed.txt", "... called config.bak")."""
