@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from miniagent.agent import run_agent
-from miniagent.errors import IncompleteResponseError
+from miniagent.errors import IncompleteResponseError, ProviderError
 from miniagent.messages import Message
 from miniagent.model import ModelRequest, ToolSpec
 from miniagent.net.sse import SSEEvent
@@ -343,6 +343,19 @@ def test_the_output_token_limit_is_an_error_not_a_short_answer(server: LocalServ
     with pytest.raises(IncompleteResponseError) as info:
         run_agent(client=client, system="", tools=[_read_file_tool(tmp_path, [])], user=QUESTION, max_turns=2)
     assert (info.value.reason, info.value.detail) == ("max_output_tokens", "limit")
+
+
+@pytest.mark.local_model
+def test_a_request_longer_than_the_context_says_so_and_what_to_do(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    # found by a new user: a 100,000-character prompt failed with the server's words alone
+    client = server.native_client()
+    long = "Summarise this text: " + "the quick brown fox jumps over the lazy dog " * 1500
+    with pytest.raises(ProviderError) as info:
+        run_agent(client=client, system="", tools=[_read_file_tool(tmp_path, [])], user=long, max_turns=2)
+    assert info.value.kind == "exceed_context_size_error" and not info.value.retryable
+    assert "reads at most 4,096 tokens" in str(info.value) and "shorten the request" in str(info.value)
 
 
 def _events(*payloads: dict[str, Any]) -> list[SSEEvent]:

@@ -5,6 +5,9 @@ Invariants:
 - The prompt comes from ``prompt``, the grammar of each reply from ``grammar``
   (a tool call with copied arguments, or an answer quoting the tool result); temperature 0
   (greedy) unless told otherwise.
+- A request longer than the server's context (llama.cpp's ``exceed_context_size_error``)
+  raises a ``ProviderError`` that says so and what to do ("shorten the request"), not only
+  the server's words.
 - Every request sends ``n_predict`` (the output-token limit, default 1,024). A reply that
   reaches it (``stop_type: "limit"``) ends with ``DoneEvent("limit", "max_output_tokens")``, so
   the loop never takes it for a short or empty answer (``IncompleteResponseError``); a tool
@@ -45,7 +48,7 @@ from typing import Any, Protocol
 
 from ..._folders import own_folder
 from ..._json import loads
-from ...errors import IncompleteReason
+from ...errors import IncompleteReason, ProviderError
 from ...messages import ToolCall
 from ...model import DoneEvent, ModelEvent, ModelRequest, TextEvent, ToolCallEvent, UsageEvent
 from ...net.sse import SSEEvent
@@ -218,10 +221,22 @@ class LocalChatClient(HTTPClient):
         if fixed and fixed != self._slot_prefix:
             self._restore_prefix(fixed)
         done = False
-        for event in self._stream("/completion", body, request, self._map):
-            if isinstance(event, DoneEvent):
-                done = True
-            yield event
+        try:
+            for event in self._stream("/completion", body, request, self._map):
+                if isinstance(event, DoneEvent):
+                    done = True
+                yield event
+        except ProviderError as error:
+            if error.kind != "exceed_context_size_error":
+                raise
+            raise ProviderError(
+                f"{error}: the embedded model reads at most {self.server.n_ctx:,} tokens (about "
+                f"{3 * self.server.n_ctx:,} characters) of prompt, tools and conversation; shorten "
+                "the request, or use a bigger model (--provider openai with a local server)",
+                status=error.status,
+                retryable=False,
+                kind=error.kind,
+            ) from None
         if done and fixed and fixed != self._slot_prefix:
             self._slot_prefix = fixed
             self._save_prefix(fixed)
