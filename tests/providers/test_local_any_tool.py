@@ -214,3 +214,23 @@ def test_a_piped_text_is_quoted_and_never_read_as_the_request(builtin: list[Tool
     grammar = turn_grammar(messages, builtin, local_prompt.nearest_demo(last_request(messages), builtin))
     assert "I cannot do that in one step" not in grammar and "<tool_call>" not in grammar
     assert "It says: " in grammar and "Meeting notes" in grammar
+
+
+def test_the_one_string_left_takes_the_words_left_whole() -> None:
+    # "Add a todo to buy stamps with high priority." was add_todo(title="buy"): the words left
+    # stand side by side, so they are the title whole
+    spec = ToolSpec(
+        "add_todo",
+        "Add an item to the to-do list.",
+        {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "description": "What to do."},
+                "priority": {"type": "string", "enum": ["low", "normal", "high"]},
+            },
+            "required": ["title"],
+        },
+    )
+    request = "Add a todo to buy stamps with high priority."
+    plan = call_spec(spec, request, copy_words(request))
+    assert plan.spec.input_schema["properties"]["title"]["enum"] == ["buy stamps"]

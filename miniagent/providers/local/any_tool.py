@@ -17,7 +17,8 @@ Invariants:
   - a string naming a thing (``city``, ``name``, ``symbol``...): one of the request's
     capitalised words (runs of them: ``New York``), when it has any; other strings: words
     copied from the request, without stop words, the tool's own words and the words other
-    arguments took; an optional string is left out;
+    arguments took (the one string left takes them whole when they stand side by side: "buy
+    stamps"); an optional string is left out;
   - every property kept is required, so the call is complete.
 
 Why: at 135M parameters the model follows demos, not instructions, and has none for these
@@ -281,7 +282,8 @@ def _copy_words(spec: ToolSpec, request: str, words: Sequence[str], used: set[st
 
 def _fill_strings(kept: dict[str, Any], request: str, copied: list[str]) -> None:
     """Strings a word of the request decides: a ``to_*``/``from_*`` property takes the word after
-    ``to``/``from`` (``to dollars``); then, when one string is left and one word, that word."""
+    ``to``/``from`` (``to dollars``); then, when one string is left, the words left when they
+    stand side by side in the request (one word, or a run: ``buy stamps``)."""
     tokens = split_words(request)
     strings = [
         k for k, v in kept.items() if isinstance(v, dict) and v.get("type") == "string" and "enum" not in v
@@ -297,8 +299,21 @@ def _fill_strings(kept: dict[str, Any], request: str, copied: list[str]) -> None
             taken.append(after[0])
     rest = [w for w in copied if w not in taken]
     open_strings = [k for k in strings if "enum" not in kept[k]]
-    if len(open_strings) == 1 and len(rest) == 1:
-        kept[open_strings[0]] = {**kept[open_strings[0]], "enum": rest}
+    run = _contiguous(tokens, rest)
+    if len(open_strings) == 1 and run is not None:
+        kept[open_strings[0]] = {**kept[open_strings[0]], "enum": [run]}
+
+
+def _contiguous(tokens: list[str], words: list[str]) -> str | None:
+    """``words`` joined when they stand side by side in ``tokens`` in that order ("buy stamps"
+    of "Add a todo to buy stamps with high priority": the model stopped after "buy"), else
+    ``None``."""
+    if not words:
+        return None
+    for start in range(len(tokens) - len(words) + 1):
+        if tokens[start : start + len(words)] == words:
+            return " ".join(words)
+    return None
 
 
 def _narrow(

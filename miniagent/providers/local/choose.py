@@ -3,10 +3,10 @@
 Invariants:
 
 - A tool no built-in demo knows (``@tool``, MCP) is chosen when it is nearer the request than
-  every built-in demo (``any_tool.nearest_tool`` against the demos' intent words) and than the
-  built-in tool the router picks (twice its score at least that tool's: "Find the TODO comment"
-  is a search even beside an MCP ``add_todo``), or when the request names it: a ``custom`` demo
-  of it, which is not shown.
+  every built-in demo (``any_tool.nearest_tool`` against the demos' intent words), unless the
+  request has the shape of a built-in tool's job (``intent.code_shaped``: a marker comment, a
+  command in backticks: "Find the TODO comment" is a search even beside an MCP ``add_todo``);
+  and always when the request names it. It gets a ``custom`` demo, which is not shown.
 - Else the built-in tool the request's cue words ask for (``intent.choose_tool``), among:
 
   - the file tools only when the request names a file ("Show me all TODOs" is a search);
@@ -33,7 +33,15 @@ from typing import Any
 from ...model import ToolSpec
 from .any_tool import nearest_tool
 from .demos import DEMOS, MORE_DEMOS, ROUTING_DEMOS, Demo
-from .intent import WRITING_TOOLS, asks_about, asks_refused, choose_tool, cue_words, tells_to_change
+from .intent import (
+    WRITING_TOOLS,
+    asks_about,
+    asks_refused,
+    choose_tool,
+    code_shaped,
+    cue_words,
+    tells_to_change,
+)
 from .spans import call_spans, edit_pairs, write_content, write_target
 from .words import content_words as _words
 from .words import file_names
@@ -70,7 +78,7 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
     if (
         other is not None
         and score > _overlap(request, fitting)
-        and (chosen is None or 2 * score >= chosen[1])
+        and (chosen is None or score >= 100 or not code_shaped(request))
     ):
         return Demo(request, other.name, {}, "", "", custom=True)
     if chosen is not None and tells_to_change(request) and chosen[0] not in WRITING_TOOLS:

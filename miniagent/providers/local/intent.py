@@ -41,6 +41,7 @@ __all__ = [
     "asks_about",
     "asks_refused",
     "choose_tool",
+    "code_shaped",
     "commands_unknown",
     "cue_words",
     "tells_to_change",
@@ -134,6 +135,12 @@ _LIST_NOUN = re.compile(
 def _canonical(text: str) -> list[str]:
     text = _IDENTIFIER.sub(" ", PATH.sub(" ", _LIST_NOUN.sub(r"\1 ", text)))
     return [CANONICAL.get(word, word) for word in re.findall(r"[a-z]+", text.lower())]
+
+
+def code_shaped(request: str) -> bool:
+    """Whether ``request`` names code only a built-in tool deals with: a marker comment
+    (``TODO``, ``FIXME``: searched for) or a command in backticks (run)."""
+    return bool(markers(request)) or bool(re.search(r"`[^`]+`", request))
 
 
 def tool_scores(request: str) -> dict[str, int]:
