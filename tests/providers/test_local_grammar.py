@@ -75,9 +75,10 @@ def test_a_request_no_demo_is_near_may_be_answered_with_i_cannot(specs: tuple[To
     grammar = _grammar(specs, Message("user", "Order a pizza for me."))
     assert _rule(grammar, "root") == "root ::= answer"  # no built-in tool is guessed
     assert _rule(grammar, "answer") == (
-        'answer ::= "I cannot order a pizza for you with the tools I have." | "Hello! What can I do for you?"'
-    )  # the refusal says what was asked, in the request's words (not "book flights"); the
-    # greeting is fixed (a free one stated made-up facts: "Hello! 20°C ... in Helsinki.")
+        'answer ::= "I cannot order a pizza for you with the tools I have."'
+    )  # the refusal says what was asked, in the request's words (not "book flights")
+    hello = _grammar(specs, Message("user", "Hello there!"))  # a greeting is fixed (a free one
+    assert _rule(hello, "answer") == 'answer ::= "Hello! What can I do for you?"'  # made up facts)
     translate = _grammar(specs, Message("user", "Translate this poem into French."))
     assert _rule(translate, "root") == "root ::= answer"  # it once wrote a file "this", then grepped "this"
     freed = _grammar(specs, Message("user", "Order a pizza for me."), free=True)
@@ -119,15 +120,11 @@ def test_a_quote_escapes_quotes_and_backslashes(specs: tuple[ToolSpec, ...]) -> 
     assert '"\\"say \\"hi\\" \\\\ bye\\""' in grammar
 
 
-def test_after_a_failed_call_the_model_may_call_again_or_quote_the_error(
-    specs: tuple[ToolSpec, ...],
-) -> None:
+def test_after_a_failed_call_the_answer_quotes_the_error(specs: tuple[ToolSpec, ...]) -> None:
+    # another call after a failure was a guess: list_dir("to") after a refused write (measured)
     grammar = _grammar(specs, *_after("file not found: notes.txt", error=True))
-    assert _rule(grammar, "root") == "root ::= call | answer"
+    assert _rule(grammar, "root") == "root ::= answer"
     assert _rule(grammar, "answer") == 'answer ::= ( "It failed: " ) ( "\\"file not found: notes.txt\\"" )'
-    for name in ("read_file", "list_dir", "grep", "run_command"):  # any tool but those that write:
-        assert f'\\"{name}\\"' in grammar
-    assert "write_file" not in grammar and "edit_file" not in grammar  # a write is never a guess
 
 
 def test_without_tools_any_text(specs: tuple[ToolSpec, ...]) -> None:
@@ -310,5 +307,5 @@ def test_a_call_that_failed_twice_the_same_way_is_not_made_again(specs: tuple[To
         ]
         grammar = _grammar(specs, *messages)
         root = _rule(grammar, "root")
-        assert root == ("root ::= call | answer" if n == 1 else "root ::= answer")
+        assert root == "root ::= answer"  # no call after a failure, the first or the second
     assert _rule(grammar, "answer") == 'answer ::= ( "It failed: " ) ( "\\"not found: this\\"" )'

@@ -342,3 +342,54 @@ def test_small_things_a_new_user_met(specs: tuple[ToolSpec, ...]) -> None:
         Message("tool", "no matches for 'crème'", tool_call_id="c1"),
     ]
     assert turn_grammar(messages, specs, None).startswith('root ::= ( "Nothing found: " )')  # was "Found:"
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # found by a second new user under --approve all: each ran or changed what it asked about
+        "What would `rm notes.txt` do?",  # notes.txt deleted
+        "Is `rm -rf src` a good idea?",  # src/ deleted
+        "What does `echo reset > config.ini` do?",  # config.ini became "reset"
+        "Please do not run `rm app.py`",  # app.py deleted
+        "Don't replace Helo with Hello in app.py",  # the edit made
+        'Tell me how to change Monday to Sunday in "meal plan.txt"',  # the edit made
+        "Write a summary of notes.txt to notes.txt",  # notes.txt became "summary of"
+        "Write a short note to notes.txt",  # "short note" over notes.txt
+        "Write the version number to version.txt",
+        "Save the output of `ls` to listing.txt",  # "output of ls"
+    ],
+)
+def test_nothing_is_run_or_changed_that_the_request_only_asks_about(
+    specs: tuple[ToolSpec, ...], request_text: str
+) -> None:
+    demo = local_prompt.nearest_demo(request_text, specs)
+    assert demo is None or demo.tool not in ("write_file", "edit_file", "run_command"), demo
+
+
+def test_a_command_asked_about_that_only_reads_is_run(specs: tuple[ToolSpec, ...]) -> None:
+    demo = local_prompt.nearest_demo("what does `ls` say?", specs)
+    assert demo is not None and demo.tool == "run_command"
+
+
+def test_more_kinds_a_second_new_user_met(specs: tuple[ToolSpec, ...]) -> None:
+    # a quoted file name in an edit: new_text was 'rice in "meal plan.txt'
+    assert edit_pairs('Replace pasta with rice in "meal plan.txt"') == [("pasta", "rice")]
+    assert local_prompt.nearest_demo("Replace 1.2.3 with 2.0.0 everywhere", specs) is None  # no files
+    look = local_prompt.nearest_demo("Could you perhaps take a look at config.ini?", specs)
+    assert look is not None and look.tool == "read_file"  # was a search for "config.ini"
+    count = local_prompt.nearest_demo("How many files are in src?", specs)
+    assert count is not None and count.tool == "list_dir"  # was wc -l src
+    change = "Change 8080 to 9090 in config.ini and then tell me the new port"  # the port never came
+    assert turn_grammar([Message("user", change)], specs, local_prompt.nearest_demo(change, specs)) == (
+        f'root ::= "{TWO_TASKS}"\n'
+    )
+    # a failed edit is not made again on the file its error suggests ("APP.PY" edited app.py)
+    call = ToolCall("c1", "edit_file", {"path": "APP.PY", "old_text": "Helo", "new_text": "Hello"})
+    messages = [
+        Message("user", "Replace Helo with Hello in APP.PY"),
+        Message("assistant", "", (call,)),
+        Message("tool", "file not found: APP.PY (did you mean app.py?)", tool_call_id="c1", is_error=True),
+    ]
+    grammar = turn_grammar(messages, specs, None)
+    assert "root ::= answer" in grammar and "<tool_call>" not in grammar

@@ -16,7 +16,9 @@ Invariants:
     Create" over it);
 
   and a request that tells to change a file which no write or edit fits gets no tool at all
-  ("Replace line 3 of notes.txt with hi" is refused, never answered by a read). The demo is
+  ("Replace line 3 of notes.txt with hi" is refused, never answered by a read); a command in
+  backticks that the request does not tell to run is run only when it only reads
+  (``commands``). The demo is
   the one of that tool nearest the request (``_demo_of``).
 - Else, for a request that names a file and asks about it (``intent.asks_about``: a question,
   not "Send config.ini to Bob"), the ``read_file`` demo; else ``None``: no tool is guessed.
@@ -32,6 +34,7 @@ from typing import Any
 
 from ...model import ToolSpec
 from .any_tool import nearest_tool
+from .commands import only_reads
 from .demos import DEMOS, MORE_DEMOS, ROUTING_DEMOS, Demo
 from .intent import (
     WRITING_TOOLS,
@@ -41,8 +44,9 @@ from .intent import (
     code_shaped,
     cue_words,
     tells_to_change,
+    tells_to_run,
 )
-from .spans import call_spans, edit_pairs, write_content, write_target
+from .spans import backticked, call_spans, edit_pairs, write_content, write_target
 from .words import content_words as _words
 from .words import file_names
 
@@ -83,6 +87,10 @@ def nearest_demo(request: str, tools: Sequence[ToolSpec]) -> Demo | None:
         return Demo(request, other.name, {}, "", "", custom=True)
     if chosen is not None and tells_to_change(request) and chosen[0] not in WRITING_TOOLS:
         return None  # a change it cannot make is refused, never answered by a read
+    code = backticked(request)
+    asked_about = code is not None and not tells_to_run(request) and not only_reads(code)
+    if chosen is not None and chosen[0] == "run_command" and asked_about:
+        return None  # a command asked about is not run (commands.py)
     if chosen is not None:
         return _demo_of(chosen[0], request, fitting)
     if file_names(request) and asks_about(request) and not asks_refused(request):

@@ -14,8 +14,8 @@ Invariants:
     ``(one line of N)``);
   - after a FAILED tool result whose error suggests the file meant ("file not found: README
     (did you mean README.md?)"): the same call with that file;
-  - after a FAILED tool result: another call (as after a user message, any tool), or
-    ``"It failed: "`` quoting the error.
+  - after any other FAILED tool result: ``"It failed: "`` quoting the error (another call was
+    a guess: ``list_dir("to")`` after a refused write, measured).
 
 - A string argument of a built-in tool's call is the request's own span when it has one
   (``spans.call_spans``: the content of a write, the old and new text of an edit, the command
@@ -85,6 +85,13 @@ since a free one after "Hello! " stated made-up facts ("Hello! 20°C (68°F) is 
 temperature in Helsinki.", measured)."""
 
 
+GREETS = re.compile(
+    r"^\W*(?:hi|hello|hey|howdy|greetings|good (?:morning|afternoon|evening|day)|thanks|thank you)\b", re.I
+)
+"""A request that greets (or thanks): answered with ``GREETING``; every other request with no
+tool near is refused (the model chose the greeting for "Write hello to the README", measured)."""
+
+
 def copy_words(request: str, demo: Demo | None = None) -> list[str]:
     """The words a string argument may be made of: the words of ``request`` (split at white
     space, outer punctuation stripped; an acronym's plural also in the singular: ``TODOs``,
@@ -147,8 +154,7 @@ def turn_grammar(
         retry = _suggested_retry(messages, tools)
         if retry is not None:
             return retry
-        again = [] if _failed_twice(messages) else _unguessed(tools, request, demo=True)
-        return call_grammar(again, copy_words(request), answer=("quote", FAILED, last.content))
+        return call_grammar([], (), answer=("quote", FAILED, last.content))  # no guess after it
     attached = attached_text(last)
     if attached is not None and output_schema is None and not file_names(request):
         return answer_grammar(attached, "read_file", request)  # a text given with the request: quoted
@@ -168,7 +174,8 @@ def turn_grammar(
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
     if not allow_answer_first:  # no demo near: no built-in tool is guessed
         others = [t for t in _unguessed(tools, request) if t.name not in demo_tools(tools)]
-        return call_grammar(others, copy_words(request), answer=("first", refusal(request)))
+        first = GREETING if GREETS.search(request) else refusal(request)
+        return call_grammar(others, copy_words(request), answer=("first", first))
     return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=("free", ""))
 
 
@@ -203,6 +210,8 @@ def _suggested_retry(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> 
     failed = next((c for c in calls if c.id == last.tool_call_id), None)
     if found is None or failed is None or "path" not in failed.input or _failed_twice(messages):
         return None
+    if failed.name in WRITING_TOOLS:
+        return None  # a change goes only to the file the request names ("APP.PY" edited app.py)
     spec = next((t for t in tools if t.name == failed.name), None)
     if spec is None:
         return None
@@ -300,8 +309,8 @@ def call_grammar(
             copied from its request is a run of ``words``.
         answer: ``None`` (a call only); ``("free", openers)``: one sentence of at most
             ``SENTENCE_CHARS`` after one of ``openers`` (``""``: any line of at most
-            ``ANSWER_CHARS``); ``("first", refusal)``: the sentence ``refusal``, or
-            ``GREETING``;
+            ``ANSWER_CHARS``); ``("first", sentence)``: that sentence (the refusal, or the
+            greeting);
             ``("quote", opener, text)``: ``opener`` quoting a line of ``text``;
             ``("json", schema)``: a JSON value of ``schema``.
         spans: with ``only``, per string argument the values it may be (``spans.call_spans``:
@@ -343,7 +352,7 @@ def _answer_rule(answer: tuple[Any, ...] | None) -> str:
         return f"[^<\\x00 \\n] {free}"
     sentence = f"( [^\\x00\\n.!?] | [.!?] [^\\x00\\n .!?] ){{0,{SENTENCE_CHARS}}} [.!?]"
     if answer[0] == "first":  # the refusal, or the greeting
-        return f"{_literal(answer[1])} | {_literal(GREETING)}"
+        return _literal(answer[1])
     if answer[0] == "free":  # one sentence: the model's second sentences repeat the first
         return f"( {' | '.join(_literal(o) for o in answer[1])} ) {sentence}"
     return quote_rule([answer[1]], answer[2], True)

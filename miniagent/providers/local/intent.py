@@ -44,7 +44,9 @@ __all__ = [
     "code_shaped",
     "commands_unknown",
     "cue_words",
+    "negated",
     "tells_to_change",
+    "tells_to_run",
     "tool_scores",
     "two_tasks",
 ]
@@ -172,6 +174,11 @@ def _shapes(request: str, words: list[str]) -> dict[str, int]:
         points["run_command"] = points.get("run_command", 0) + 4
     if re.search(r"\b(?:which|what) file\b", request, re.I) and not edits:
         points["grep"] = points.get("grep", 0) + 2
+    if re.search(r"\blook(?:s|ing)? (?:at|into|over|through)\b", request, re.I) and not edits:
+        points["read_file"] = points.get("read_file", 0) + 5  # "take a look at config.ini"
+    if "count" in words and "file" in words and not {"line", "word"} & set(words):
+        points["list_dir"] = points.get("list_dir", 0) + 5  # "How many files are in src?"
+        points["run_command"] = -99
     if "folder" in words and not edits:
         points["list_dir"] = points.get("list_dir", 0) + 2
         points["read_file"] = -99
@@ -204,16 +211,48 @@ CHANGE_VERBS = frozenset(["create", "write", "replace", "change", "rename"])
 _POLITE = frozenset(["can", "could", "would", "will", "i", "please"])
 
 
-def tells_to_change(request: str) -> bool:
-    """Whether ``request`` tells to write or edit a file: its first verb (``VERBS``) is one of
-    ``CHANGE_VERBS`` and it is not a question ("What's new in README.md?", "What does make do
-    in the Makefile?" are no writes; "Could you make me a file ...?" is one)."""
+_NEGATED = re.compile(r"\b(?:don'?t|do not|never|not|without|no need to)\b", re.I)
+_ASKS_HOW = re.compile(
+    r"\bhow (?:do|does|would|can|could|should|to)\b|\bwhat (?:would|if|happens|does)\b|\bshould i\b"
+    r"|\bwhy\b|\bis it\b|\bwhether\b|\bexplain\b|\bis `",
+    re.I,
+)
+"""Questions about doing a thing, not asking for it ("Tell me how to change ...", "What would
+`rm notes.txt` do?", "Is `rm -rf src` a good idea?")."""
+
+
+def negated(request: str) -> bool:
+    """Whether ``request`` says not to do something ("Don't replace ...", "Please do not run
+    ...", "Never write to config.ini"): then nothing is changed or run for it."""
+    return bool(_NEGATED.search(request))
+
+
+def _tells(request: str, verbs: frozenset[str]) -> bool:
+    """Whether ``request``'s first verb is one of ``verbs`` and it is no question about doing
+    it, and says not to do nothing."""
     words = request.split()
     first_word = words[0].lower().strip(",") if words else ""
     if first_word in QUESTION_WORDS and first_word not in _POLITE:
         return False
+    if negated(request) or _ASKS_HOW.search(request):
+        return False
     first = next((word for word in cue_words(request) if word in VERBS), None)
-    return first in CHANGE_VERBS
+    return first in verbs
+
+
+def tells_to_change(request: str) -> bool:
+    """Whether ``request`` tells to write or edit a file: its first verb (``VERBS``) is one of
+    ``CHANGE_VERBS``, it is no question ("What's new in README.md?", "Tell me how to change
+    Monday to Sunday in plan.txt" are no edits; "Could you make me a file ...?" is one) and it
+    says not to do nothing ("Don't replace Helo with Hello in app.py")."""
+    return _tells(request, CHANGE_VERBS)
+
+
+def tells_to_run(request: str) -> bool:
+    """Whether ``request`` tells to run a command: its first verb is "run" (or "execute"...),
+    as for ``tells_to_change`` ("What would `rm notes.txt` do?" and "Please do not run `rm
+    app.py`" ran them, measured)."""
+    return _tells(request, frozenset(["run"]))
 
 
 _NEUTRAL = STOP_WORDS | {"get", "let", "help", "use", "try", "go", "just", "now", "ok", "okay", "so", "hey"}
@@ -281,13 +320,17 @@ def two_tasks(request: str) -> bool:
     tools = set()
     for clause in _CLAUSE.split(request):
         words = [w.lower() for w in re.findall(r"[A-Za-z]+", clause)]
-        if not words or set(words) <= _ANSWER_WORDS:
+        if not words or set(words) <= _ANSWER_WORDS or negated(clause):
             continue
         scores = tool_scores(clause)
         best = max(scores, key=lambda tool: scores[tool], default=None)
         if best is not None and scores[best] >= 3:
             tools.add(best)
-    return len(tools) >= 2
+    if len(tools) >= 2:
+        return True
+    later = re.split(r",?\s+(?:and then|then)\s+|;\s*|[.!?]\s+(?=[A-Za-z])", request, flags=re.I)[1:]
+    asks_more = any(set(re.findall(r"[a-z]+", c.lower())) - _ANSWER_WORDS for c in later)
+    return tells_to_change(request) and asks_more  # "Change 8080 to 9090 ... and then tell me the new port"
 
 
 def choose_tool(request: str, offered: Collection[str]) -> tuple[str, int] | None:

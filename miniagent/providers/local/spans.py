@@ -9,7 +9,9 @@ grammar then falls back to words copied one by one):
   the last content marker (``says``, ``text``, ``containing``, ``words``...) or after the
   write's verb, up to the target phrase ("to bye.txt", "in a file called note.txt") or the
   end. Never a file name, never only the words of the target phrase ("Write a file called
-  shopping.txt" gives none: it wrote "file called" over shopping.txt).
+  shopping.txt" gives none: it wrote "file called" over shopping.txt); none when the text is
+  described, not given ("Write a short note to notes.txt", "Write a summary of notes.txt to
+  notes.txt": after the verb comes "a", "the"..., or the words end at a file they are made of).
 - ``edit_pairs``: ``(old, new)`` pairs of a replacement: "replace X with Y", "change X to Y",
   "rename X to Y", "from X to Y", "X -> Y". ``old`` is X without a lead ("the word"), and
   first its last word when only that is a name or number ("the station Hilltop": ``Hilltop``);
@@ -30,7 +32,6 @@ the request is what the user wrote, whole.
 
 from __future__ import annotations
 
-import itertools
 import re
 import shlex
 
@@ -92,10 +93,18 @@ def write_target(request: str) -> str | None:
     ``_TARGET_BEFORE``, or ``None``."""
     tokens = split_words(request)
     found = None
-    for before, token in itertools.pairwise(tokens):
-        if is_file_name(token) and before.lower() in _TARGET_BEFORE:
+    for index, token in enumerate(tokens[1:], start=1):
+        before = tokens[index - 1].lower()
+        if before in {"the", "my", "a"} and index >= 2:
+            before = tokens[index - 2].lower()  # "to the README"
+        if is_file_name(token) and before in _TARGET_BEFORE:
             found = token
     return found
+
+
+_DESCRIBED = frozenset(["a", "an", "the", "some", "my", "your", "this", "that", "its", "their"])
+"""First words of a write's object that describe the text rather than give it ("Write a short
+note to notes.txt" wrote "short note" over notes.txt; "Write the version number to v.txt")."""
 
 
 def write_content(request: str) -> list[str]:
@@ -108,8 +117,12 @@ def write_content(request: str) -> list[str]:
     starts = [i + 1 for i, word in enumerate(lowered) if word in _MARKERS]
     if not starts:
         starts = [i + 1 for i, word in enumerate(lowered) if word in _WRITE_VERBS][:1]
+        if starts and starts[0] < len(lowered) and lowered[starts[0]] in _DESCRIBED:
+            return []  # "Write a short note to notes.txt": what to write is described, not given
     for start in reversed(starts):
         span = _until_target(tokens, start)
+        if span and span[-1].lower() in {"of", "from", "about", "in", "on"}:
+            return []  # "Write a summary of notes.txt to ...": made from a file
         if span and not all(word.lower() in _TARGET_FILLER | _TARGET_START for word in span):
             return [" ".join(span)]
     return []
@@ -177,6 +190,9 @@ def _vague(old: str) -> bool:
 def edit_pairs(request: str) -> list[tuple[str, str]]:
     """The ``(old, new)`` pairs of a replacement in ``request`` (module invariants), best first."""
     text = " ".join(request.split())
+    for quoted in _quoted(text):  # a quoted file name with spaces is cut off like any other
+        if is_file_name(quoted):
+            text = re.sub(rf"[\"'\u201c\u2018]{re.escape(quoted)}[\"'\u201d\u2019]", "QUOTED.file", text)
     text = (
         re.sub(r"^.*?\S*\w[./]\w\S*\s*[:,]\s*", "", text)
         if re.match(r"^.*?\w[./]\w\S*\s*[:,]", text)

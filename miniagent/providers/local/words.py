@@ -7,7 +7,7 @@ Invariants:
 - ``content_words`` is lower case and drops paths, file names, code in backticks, stop words
   and a plural ``s``;
 - ``is_file_name`` is true of a word with a dot or slash between other characters
-  (``notes.txt``, ``data/x``; not ``etc.``) and of ``README``, ``Makefile``...;
+  (``notes.txt``, ``data/x``; not ``etc.`` nor ``1.2.3``) and of ``README``, ``Makefile``...;
 - ``file_names`` are the request's file names in order, each once, outer punctuation stripped.
 """
 
@@ -93,6 +93,8 @@ def is_file_name(word: str) -> bool:
     """Whether ``word`` looks like a file name or path: a dot or slash between other characters
     (``notes.txt``, ``data/x``; not ``etc.``), or a name of ``BARE_FILE_NAMES`` in capitals or
     capitalised (``README``, ``Makefile``; not "changes")."""
+    if re.fullmatch(r"v?\d+(\.\d+)+", word):
+        return False  # a version or a number (1.2.3, 3.14), no file
     if re.search(r"\w[./]\w", word):
         return True
     return word.lower() in BARE_FILE_NAMES and (word.isupper() or word.istitle())
