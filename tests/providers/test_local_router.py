@@ -17,7 +17,7 @@ from miniagent.model import ToolSpec
 from miniagent.providers.local import prompt as local_prompt
 from miniagent.providers.local.grammar import turn_grammar
 from miniagent.providers.local.intent import cue_words
-from miniagent.providers.local.spans import call_spans, edit_pairs, folder, write_content
+from miniagent.providers.local.spans import call_spans, edit_pairs, folder, searched_word, write_content
 from miniagent.providers.local.steps import TWO_TASKS
 
 
@@ -393,3 +393,12 @@ def test_more_kinds_a_second_new_user_met(specs: tuple[ToolSpec, ...]) -> None:
     ]
     grammar = turn_grammar(messages, specs, None)
     assert "root ::= answer" in grammar and "<tool_call>" not in grammar
+
+
+def test_an_apostrophe_inside_a_word_quotes_nothing() -> None:
+    # spans read "Write what's up ... Bob's" as the quoted text "s up ... Bob" (split_words did
+    # not): one definition of a quoted text now serves both
+    assert searched_word("Search for Bob's car in Ann's notes") == ["Bob's"]  # was "s car in Ann"
+    assert "s up" not in " ".join(write_content("Write what's up with Bob's plan to notes.txt"))
+    assert write_content("Write 'hello there' to x.txt") == ["hello there"]
+    assert write_content("Write \u201chello there\u201d to x.txt") == ["hello there"]

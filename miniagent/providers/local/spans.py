@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .words import STRIP, is_file_name, split_words
+from .words import STRIP, is_file_name, quoted_texts, split_words
 
 __all__ = [
     "backticked",
@@ -49,7 +49,6 @@ __all__ = [
     "write_target",
 ]
 
-_QUOTED = re.compile("\"([^\"]+)\"|'([^']+)'|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 _MARKERS = frozenset(
     [
         "says",
@@ -76,8 +75,9 @@ _TARGET_FILLER = frozenset(["a", "an", "the", "new", "file", "called", "named", 
 _LEAD = frozenset(["the", "a", "an", "that", "saying", "with"])
 
 
-def _quoted(request: str) -> list[str]:
-    return [next(g for g in match.groups() if g) for match in _QUOTED.finditer(request)]
+def _quoted_text(request: str) -> list[str]:
+    """The quoted texts of ``request`` that are no file name."""
+    return [q for q in quoted_texts(request) if not is_file_name(q)]
 
 
 _TARGET_BEFORE = frozenset(
@@ -109,7 +109,7 @@ note to notes.txt" wrote "short note" over notes.txt; "Write the version number 
 
 def write_content(request: str) -> list[str]:
     """The text a write of ``request`` puts in its file (module invariants): at most one span."""
-    quoted = [q for q in _quoted(request) if not is_file_name(q)]
+    quoted = _quoted_text(request)
     if quoted:
         return [quoted[0]]
     tokens = split_words(request)
@@ -190,7 +190,7 @@ def _vague(old: str) -> bool:
 def edit_pairs(request: str) -> list[tuple[str, str]]:
     """The ``(old, new)`` pairs of a replacement in ``request`` (module invariants), best first."""
     text = " ".join(request.split())
-    for quoted in _quoted(text):  # a quoted file name with spaces is cut off like any other
+    for quoted in quoted_texts(text):  # a quoted file name with spaces is cut off like any other
         if is_file_name(quoted):
             text = re.sub(rf"[\"'\u201c\u2018]{re.escape(quoted)}[\"'\u201d\u2019]", "QUOTED.file", text)
     text = (
@@ -238,7 +238,7 @@ def folder(request: str) -> str | None:
     the word before "folder" ("the data folder"), after it ("the folder src"), or after "in" at
     the end ("in docs"); a word that names no folder ("the", "my", "it") is passed over."""
     text = " ".join(request.split())
-    quoted = [q for q in _quoted(text) if not re.search(r"\.\w{1,5}$", q)]
+    quoted = [q for q in quoted_texts(text) if not re.search(r"\.\w{1,5}$", q)]
     if quoted and re.search(rf"\b(?:{_FOLDER_WORDS}|list|in|inside)\b", text, re.IGNORECASE):
         return quoted[0].rstrip("/")
     for pattern in (
@@ -315,7 +315,7 @@ def searched_word(request: str) -> list[str]:
     """The word a search of ``request`` looks for: quoted text, else the word after the last
     search cue ("mentions the thermometer", "for the word battery"), when it is not a file name
     or code name; ``[]`` otherwise."""
-    quoted = [q for q in _quoted(request) if not is_file_name(q)]
+    quoted = _quoted_text(request)
     if quoted:
         return [quoted[0]]
     tokens = split_words(request)

@@ -100,9 +100,22 @@ def is_file_name(word: str) -> bool:
     return word.lower() in BARE_FILE_NAMES and (word.isupper() or word.istitle())
 
 
-_TOKEN = re.compile(r"(?<!\w)\"([^\"]+)\"(?!\w)|(?<!\w)'([^']+)'(?!\w)|(\S+)")
+QUOTED = re.compile(
+    "(?<!\\w)\"([^\"]+)\"(?!\\w)|(?<!\\w)'([^']+)'(?!\\w)"
+    "|\u201c([^\u201d]+)\u201d|(?<!\\w)\u2018([^\u2019]+)\u2019(?!\\w)"
+)
+"""A quoted text: in straight or curly, double or single quotes; a single quote inside a word
+(``What's``, ``Bob's``) opens and closes no quote ("Write what's up with Bob's plan" quoted
+"s up with Bob")."""
+
+_TOKEN = re.compile(f"{QUOTED.pattern}|(\\S+)")
 """A word: a quoted text with a space in it (``"meal plan.txt"``), else a run without white
-space. A single quote inside a word (``What's``) opens no quote."""
+space."""
+
+
+def quoted_texts(text: str) -> list[str]:
+    """The quoted texts of ``text`` (``QUOTED``), in order, without their quotes."""
+    return [next(g for g in match.groups() if g) for match in QUOTED.finditer(text)]
 
 
 def split_words(text: str) -> list[str]:
@@ -110,7 +123,7 @@ def split_words(text: str) -> list[str]:
     one word: ``"meal plan.txt"``), outer punctuation stripped."""
     words: list[str] = []
     for match in _TOKEN.finditer(text):
-        quoted = match.group(1) or match.group(2)
+        quoted = next((g for g in match.groups()[:-1] if g is not None), None)
         if quoted is not None and " " in quoted.strip() and is_file_name(quoted):
             words.append(quoted.strip())
         else:
