@@ -37,7 +37,6 @@ from .any_tool import nearest_tool
 from .commands import only_reads
 from .demos import DEMOS, MORE_DEMOS, ROUTING_DEMOS, Demo
 from .intent import (
-    WRITING_TOOLS,
     asks_about,
     asks_refused,
     choose_tool,
@@ -47,13 +46,11 @@ from .intent import (
     tells_to_run,
 )
 from .spans import backticked, call_spans, edit_pairs, write_content, write_target
+from .steps import FILE_TOOLS, WRITING_TOOLS
 from .words import content_words as _words
 from .words import file_names
 
-__all__ = ["FILE_TOOLS", "demo_fits", "demo_tools", "nearest_demo"]
-
-FILE_TOOLS = frozenset(["read_file", "write_file", "edit_file"])
-"""Built-in tools whose call needs a file the request names."""
+__all__ = ["demo_fits", "demo_tools", "nearest_demo"]
 
 
 def _intent_words(demo: Demo) -> set[str]:

@@ -49,7 +49,7 @@ from .prompt import attached_text, last_request
 from .quotes import answer_grammar, quote_rule
 from .quotes import literal as _literal
 from .spans import call_spans
-from .steps import TWO_TASKS, WRITING_TOOLS, refusal, two_step_refusal
+from .steps import FILE_TOOLS, TWO_TASKS, WRITING_TOOLS, refusal, two_step_refusal
 from .words import STRIP as _STRIP
 from .words import file_names, is_file_name, split_words
 
@@ -181,9 +181,6 @@ def turn_grammar(
 
 GUESSED_TOOLS = frozenset(["run_command"])
 """Built-in tools never called without a demo near the request: a command is not guessed."""
-
-FILE_TOOLS = WRITING_TOOLS | {"read_file"}
-"""Built-in tools whose call needs a file the request names."""
 
 
 def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -> list[ToolSpec]:

@@ -31,7 +31,7 @@ import re
 from collections.abc import Collection
 
 from .spans import markers, write_content
-from .steps import QUESTION_WORDS
+from .steps import QUESTION_WORDS, WRITING_TOOLS
 from .words import PATH, STOP_WORDS
 
 __all__ = [
@@ -206,7 +206,6 @@ def asks_about(request: str) -> bool:
     return request.rstrip().endswith("?") or (bool(words) and words[0].lower().strip(",") in _ASKING)
 
 
-WRITING_TOOLS = frozenset(["write_file", "edit_file"])
 CHANGE_VERBS = frozenset(["create", "write", "replace", "change", "rename"])
 _POLITE = frozenset(["can", "could", "would", "will", "i", "please"])
 
@@ -228,8 +227,8 @@ def negated(request: str) -> bool:
 
 
 def _tells(request: str, verbs: frozenset[str]) -> bool:
-    """Whether ``request``'s first verb is one of ``verbs`` and it is no question about doing
-    it, and says not to do nothing."""
+    """Whether ``request``'s first verb is one of ``verbs``, it is no question about doing it
+    (``_ASKS_HOW``) and it does not say not to (``negated``)."""
     words = request.split()
     first_word = words[0].lower().strip(",") if words else ""
     if first_word in QUESTION_WORDS and first_word not in _POLITE:
@@ -244,7 +243,7 @@ def tells_to_change(request: str) -> bool:
     """Whether ``request`` tells to write or edit a file: its first verb (``VERBS``) is one of
     ``CHANGE_VERBS``, it is no question ("What's new in README.md?", "Tell me how to change
     Monday to Sunday in plan.txt" are no edits; "Could you make me a file ...?" is one) and it
-    says not to do nothing ("Don't replace Helo with Hello in app.py")."""
+    does not say not to ("Don't replace Helo with Hello in app.py")."""
     return _tells(request, CHANGE_VERBS)
 
 
@@ -277,6 +276,9 @@ def commands_unknown(request: str) -> bool:
 
 
 _CLAUSE = re.compile(r",?\s+(?:and then|and also|then|and)\s+|;\s*|[.!?]\s+(?=[A-Za-z])", re.I)
+"""Where a request's clauses meet ("..., then ...", "... and ...", "...; ...", "... . ...")."""
+_LATER = re.compile(r",?\s+(?:and then|then)\s+|;\s*|[.!?]\s+(?=[A-Za-z])", re.I)
+"""Where a later step begins: ``_CLAUSE`` but a plain "and" ("Write bread and butter ...")."""
 _ANSWER_WORDS = frozenset(
     [
         "show",
@@ -328,7 +330,7 @@ def two_tasks(request: str) -> bool:
             tools.add(best)
     if len(tools) >= 2:
         return True
-    later = re.split(r",?\s+(?:and then|then)\s+|;\s*|[.!?]\s+(?=[A-Za-z])", request, flags=re.I)[1:]
+    later = _LATER.split(request)[1:]
     asks_more = any(set(re.findall(r"[a-z]+", c.lower())) - _ANSWER_WORDS for c in later)
     return tells_to_change(request) and asks_more  # "Change 8080 to 9090 ... and then tell me the new port"
 

@@ -164,7 +164,9 @@ _PAIRS = (
     ),
     re.compile(r"(?P<old>\S+)\s*(?:->|→)\s*(?P<new>\S+)"),
 )
-_IN_FILE = re.compile(r"\s+(?:in|of|inside|within|on)\s+(?:the\s+)?(?:file\s+)?\S*\w[./]\w\S*.*$", re.I)
+_FILE = r"\S*\w[./]\w\S*"
+"""A file name or path in a pattern (as ``words.PATH`` finds them)."""
+_IN_FILE = re.compile(rf"\s+(?:in|of|inside|within|on)\s+(?:the\s+)?(?:file\s+)?{_FILE}.*$", re.I)
 _OLD_LEAD = re.compile(r"^(?:all\s+)?(?:the\s+)?(?:word|text|string|value|name)?\s*", re.I)
 
 
@@ -193,12 +195,8 @@ def edit_pairs(request: str) -> list[tuple[str, str]]:
     for quoted in quoted_texts(text):  # a quoted file name with spaces is cut off like any other
         if is_file_name(quoted):
             text = re.sub(rf"[\"'\u201c\u2018]{re.escape(quoted)}[\"'\u201d\u2019]", "QUOTED.file", text)
-    text = (
-        re.sub(r"^.*?\S*\w[./]\w\S*\s*[:,]\s*", "", text)
-        if re.match(r"^.*?\w[./]\w\S*\s*[:,]", text)
-        else text
-    )
-    text = re.sub(r"^\s*in\s+\S*\w[./]\w\S*\s*,?\s*", "", text, flags=re.I)
+    text = re.sub(rf"^.*?{_FILE}\s*[:,]\s*", "", text, count=1)  # "Update config.ini: ..."
+    text = re.sub(rf"^\s*in\s+{_FILE}\s*,?\s*", "", text, flags=re.I)  # "In config.ini, ..."
     match = next((m for m in (p.search(text) for p in _PAIRS) if m is not None), None)
     if match is None:
         return []
@@ -231,6 +229,9 @@ _NOT_NAMES = frozenset(
 )
 """Words in a folder's place that name none ("list what's in it")."""
 _TOP = frozenset(["here", "project", "top", "root", "current", "this", "repo", "repository", "workspace"])
+"""Words in a folder's place that name the project itself."""
+_TOP_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_TOP - {'this'}))})\b", re.I)
+"""One of ``_TOP`` anywhere in a request ("this" only where a folder's name stands)."""
 
 
 def folder(request: str) -> str | None:
@@ -256,9 +257,7 @@ def folder(request: str) -> str | None:
             continue
         if re.fullmatch(r"[\w./-]+", name) and not re.search(r"\.\w{1,5}$", name):
             return name.rstrip("/") or ""
-    if re.search(r"\b(?:here|project|top|root|current|repo|repository|workspace)\b", text, re.I):
-        return ""
-    return None
+    return "" if _TOP_WORD.search(text) else None
 
 
 _COUNTED = (("line", "-l"), ("word", "-w"), ("character", "-m"), ("char", "-m"), ("byte", "-c"))
@@ -291,8 +290,8 @@ def call_spans(tool: str, request: str) -> dict[str, list[str]]:
     if tool == "write_file":
         spans["content"] = write_content(request)
         spans["path"] = [target] if (target := write_target(request)) else []
-    elif tool == "edit_file" and edit_pairs(request):
-        old, new = edit_pairs(request)[0]
+    elif tool == "edit_file" and (pairs := edit_pairs(request)):
+        old, new = pairs[0]
         spans.update(old_text=[old], new_text=[new])
     elif tool == "run_command":
         code = backticked(request) or count_command(request)

@@ -32,10 +32,13 @@ import itertools
 from .demos import Demo
 from .words import content_words, file_names, split_words
 
-__all__ = ["TWO_TASKS", "refusal", "two_step_refusal"]
+__all__ = ["FILE_TOOLS", "TWO_TASKS", "WRITING_TOOLS", "refusal", "two_step_refusal"]
 
 WRITING_TOOLS = frozenset(["write_file", "edit_file"])
 """The built-in tools that change a file."""
+
+FILE_TOOLS = WRITING_TOOLS | {"read_file"}
+"""The built-in tools whose call needs a file the request names."""
 
 WRITE_WORDS = frozenset(
     [
