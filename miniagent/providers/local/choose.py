@@ -120,8 +120,9 @@ def _demo_of(tool: str, request: str, demos: Sequence[Demo]) -> Demo:
     kind = _kind(tool, call_spans(tool, request), wanted)
 
     def score(demo: Demo) -> tuple[bool, int]:
-        mine = _kind(tool, {k: [v] for k, v in demo.arguments.items()}, set(cue_words(demo.user)))
-        return mine == kind, len(wanted & set(cue_words(demo.user)))
+        theirs = set(cue_words(demo.user))
+        mine = _kind(tool, {k: [v] for k, v in demo.arguments.items()}, theirs)
+        return mine == kind, len(wanted & theirs)
 
     return max((demo for demo in demos if demo.tool == tool), key=score)
 

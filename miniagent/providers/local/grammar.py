@@ -173,7 +173,8 @@ def turn_grammar(
     if output_schema is not None:
         return call_grammar(tools, copy_words(request, demo), answer=("json", output_schema))
     if not allow_answer_first:  # no demo near: no built-in tool is guessed
-        others = [t for t in _unguessed(tools, request) if t.name not in demo_tools(tools)]
+        known = demo_tools(tools)
+        others = [t for t in _unguessed(tools, request) if t.name not in known]
         first = GREETING if GREETS.search(request) else refusal(request)
         return call_grammar(others, copy_words(request), answer=("first", first))
     return call_grammar(_unguessed(tools, request), copy_words(request, demo), answer=("free", ""))
@@ -183,14 +184,13 @@ GUESSED_TOOLS = frozenset(["run_command"])
 """Built-in tools never called without a demo near the request: a command is not guessed."""
 
 
-def _unguessed(tools: Sequence[ToolSpec], request: str, *, demo: bool = False) -> list[ToolSpec]:
+def _unguessed(tools: Sequence[ToolSpec], request: str) -> list[ToolSpec]:
     """``tools`` without what would be a guess: the built-in tools that write (a write or an
     edit is made only with the spans of the request that asks for it, ``spans``), the built-in
     file tools when ``request`` names no file ("Translate this poem into French." wrote a file
-    "this", then read one), and without a demo (``demo`` false) ``GUESSED_TOOLS``."""
+    "this", then read one), and ``GUESSED_TOOLS``."""
     left = list(tools) if file_names(request) else [t for t in tools if t.name not in FILE_TOOLS]
-    left = [t for t in left if t.name not in WRITING_TOOLS]  # a write is never a guess
-    return left if demo else [t for t in left if t.name not in GUESSED_TOOLS]
+    return [t for t in left if t.name not in WRITING_TOOLS | GUESSED_TOOLS]  # never a guess
 
 
 _SUGGESTION = re.compile(r"\(did you mean ([^ ()?]+)\?\)$")
